@@ -1,0 +1,1 @@
+// placeholder while the Chakra layer is written

@@ -1,0 +1,20 @@
+// cli/commands.h: the verbs of the orrery executable.
+//
+// Each add_*_command registers one verb (with its sub-verbs) on the application. Verb callbacks run
+// while CLI11 parses; they report their outcome through `exit_code` (0 success, 1 bad input or a
+// run that could not finish) and never throw for user errors.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.h"
+
+namespace orrery::cli {
+
+void add_trace_command(CLI::App& app, int& exit_code);
+void add_net_command(CLI::App& app, int& exit_code);
+
+// Prints "orrery: error: <message>" on stderr and returns the exit code for it (1).
+int report_error(const Error& error);
+
+}  // namespace orrery::cli
