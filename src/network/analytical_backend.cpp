@@ -1,0 +1,84 @@
+#include "network/analytical_backend.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace orrery::net {
+
+SimTime analytical_delay(const Topology& topology, Rank src, Rank dst, uint64_t bytes) {
+  const uint32_t dim = topology.lowest_differing_dimension(src, dst);
+  if (dim == kNoDimension) return SimTime::zero();
+  const Dimension& spec = topology.dimension(dim);
+  const uint32_t hops =
+      topology.hops(dim, topology.coordinate(src, dim), topology.coordinate(dst, dim));
+  return spec.latency * hops + spec.bandwidth.serialization_time(bytes);
+}
+
+AnalyticalBackend::AnalyticalBackend(EventEngine& engine, Topology topology)
+    : engine_(engine), topology_(std::move(topology)), id_(engine.register_handler(*this)) {}
+
+AnalyticalBackend::~AnalyticalBackend() { engine_.unregister_handler(id_); }
+
+void AnalyticalBackend::set_listener(DeliveryListener& listener) {
+  assert(listener_ == nullptr && "analytical backend: listener set twice");
+  listener_ = &listener;
+}
+
+void AnalyticalBackend::walk_route(Rank src, Rank dst, uint64_t bytes, SimTime serialization,
+                                   bool arriving) {
+  const uint32_t dim = topology_.lowest_differing_dimension(src, dst);
+  if (dim == kNoDimension) return;
+  const Rank target = topology_.peer(src, dim, topology_.coordinate(dst, dim));
+  for (NodeId at = src; at != target;) {
+    const Hop hop = topology_.next_hop(at, target);
+    LinkCounters& counters = links_.counters(links_.slot(hop.link));
+    if (arriving) {
+      counters.bytes += bytes;
+      counters.busy += serialization;
+      ++counters.messages;
+      ++counters.present;
+      counters.peak = std::max(counters.peak, counters.present);
+    } else {
+      --counters.present;
+    }
+    at = hop.next;
+  }
+}
+
+void AnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
+  assert(listener_ != nullptr && "analytical backend: send before set_listener");
+  assert(src < topology_.rank_count() && dst < topology_.rank_count());
+  uint32_t index = 0;
+  if (free_pending_.empty()) {
+    index = static_cast<uint32_t>(pending_.size());
+    pending_.emplace_back();
+  } else {
+    index = free_pending_.back();
+    free_pending_.pop_back();
+  }
+  pending_[index] = Pending{token, src, dst};
+  ++in_flight_;
+
+  const SimTime delay = analytical_delay(topology_, src, dst, bytes);
+  const uint32_t dim = topology_.lowest_differing_dimension(src, dst);
+  if (dim != kNoDimension) {
+    walk_route(src, dst, bytes, topology_.dimension(dim).bandwidth.serialization_time(bytes), true);
+  }
+  (void)engine_.schedule_after(delay, id_, 0, index);
+}
+
+void AnalyticalBackend::handle_event(const Event& event) {
+  const auto index = static_cast<uint32_t>(event.arg);
+  const Pending message = pending_[index];
+  free_pending_.push_back(index);
+  --in_flight_;
+  walk_route(message.src, message.dst, 0, SimTime::zero(), false);
+  listener_->on_delivered(message.token);
+}
+
+size_t AnalyticalBackend::memory_bytes() const {
+  return sizeof(*this) + links_.memory_bytes() + pending_.capacity() * sizeof(Pending) +
+         free_pending_.capacity() * sizeof(uint32_t);
+}
+
+}  // namespace orrery::net

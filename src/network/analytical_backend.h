@@ -1,0 +1,66 @@
+// network/analytical_backend.h: ASTRA-sim's congestion-unaware model. A message takes
+// hops x latency + bytes / bandwidth in the dimension it uses, whatever else is on the network.
+//
+// The dimension used is the lowest one in which source and destination coordinates differ, and
+// only that dimension is timed, as ASTRA-sim's congestion-unaware backend does (collectives
+// address one dimension at a time; a message that differs in several coordinates is charged the
+// lowest dimension's hops and bandwidth, not a route through all of them). Hops: Ring the shorter
+// way round, FullyConnected 1, Switch 2.
+//
+// Link statistics follow the links of that route within the dimension (from the source to its
+// peer with the destination's coordinate). Since links are not shared in this model, a link's
+// peak queue counts messages overlapping on it that the congestion-aware model would have queued.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/event_engine.h"
+#include "network/link_table.h"
+#include "network/network_backend.h"
+#include "network/topology.h"
+
+namespace orrery::net {
+
+// The congestion-unaware delay of one message: hops x latency + serialization, in the lowest
+// differing dimension; zero when src == dst. Pure, no events: for fast paths that need only the
+// number. O(dimensions).
+SimTime analytical_delay(const Topology& topology, Rank src, Rank dst, uint64_t bytes);
+
+class AnalyticalBackend final : public NetworkBackend, private EventHandler {
+ public:
+  // Registers with `engine`, which must outlive this backend. Build phase.
+  AnalyticalBackend(EventEngine& engine, Topology topology);
+  ~AnalyticalBackend() override;
+
+  std::string_view name() const override { return "analytical"; }
+  const Topology& topology() const override { return topology_; }
+  void set_listener(DeliveryListener& listener) override;
+  // O(hops) for statistics, one event.
+  void send(Rank src, Rank dst, uint64_t bytes, uint64_t token) override;
+  uint64_t in_flight() const override { return in_flight_; }
+  std::vector<LinkStats> link_stats() const override { return links_.report(topology_); }
+  size_t memory_bytes() const override;
+
+ private:
+  struct Pending {
+    uint64_t token = 0;
+    Rank src = 0;
+    Rank dst = 0;
+  };
+  void handle_event(const Event& event) override;
+  // Adds `delta` (+1 or -1) to the messages present on each link from src towards dst; on +1 also
+  // charges bytes and busy time.
+  void walk_route(Rank src, Rank dst, uint64_t bytes, SimTime serialization, bool arriving);
+
+  EventEngine& engine_;
+  Topology topology_;
+  HandlerId id_;
+  DeliveryListener* listener_ = nullptr;
+  LinkTable links_;
+  std::vector<Pending> pending_;
+  std::vector<uint32_t> free_pending_;
+  uint64_t in_flight_ = 0;
+};
+
+}  // namespace orrery::net

@@ -1,0 +1,31 @@
+#include "network/network_backend.h"
+
+#include <array>
+
+#include "network/analytical_backend.h"
+#include "network/congestion_aware_backend.h"
+
+namespace orrery::net {
+
+namespace {
+constexpr std::array<std::string_view, 2> kBackendNames = {"analytical", "congestion-aware"};
+}  // namespace
+
+std::span<const std::string_view> network_backend_names() { return kBackendNames; }
+
+Expected<std::unique_ptr<NetworkBackend>> make_network_backend(std::string_view name,
+                                                               EventEngine& engine,
+                                                               const Topology& topology) {
+  if (name == "analytical") {
+    return std::unique_ptr<NetworkBackend>(std::make_unique<AnalyticalBackend>(engine, topology));
+  }
+  if (name == "congestion-aware") {
+    return std::unique_ptr<NetworkBackend>(
+        std::make_unique<CongestionAwareBackend>(engine, topology));
+  }
+  return Error::make(ErrorKind::kInvalidArgument,
+                     "unknown network backend '{}' (expected analytical or congestion-aware)",
+                     name);
+}
+
+}  // namespace orrery::net
