@@ -19,7 +19,7 @@ build: deps $(BUILD)/build.ninja
 
 # The main job on a bundled example.
 run: build
-	./$(BUILD)/orrery trace inspect examples/traces/resnet_ddp.0.et
+	./$(BUILD)/orrery trace inspect examples/traces/llama_dp2tp2pp2/workload
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

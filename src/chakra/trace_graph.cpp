@@ -1,0 +1,428 @@
+#include "chakra/trace_graph.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace orrery::chakra {
+
+using ChakraProtoMsg::AttributeProto;
+
+std::string node_type_name(int32_t type) {
+  if (ChakraProtoMsg::NodeType_IsValid(type)) {
+    return ChakraProtoMsg::NodeType_Name(static_cast<NodeType>(type));
+  }
+  return fmt::format("unknown node type {}", type);
+}
+
+std::string comm_type_name(int64_t type) {
+  if (type >= std::numeric_limits<int32_t>::min() && type <= std::numeric_limits<int32_t>::max() &&
+      ChakraProtoMsg::CollectiveCommType_IsValid(static_cast<int>(type))) {
+    return ChakraProtoMsg::CollectiveCommType_Name(static_cast<CommType>(type));
+  }
+  return fmt::format("unknown collective {}", type);
+}
+
+std::string_view value_case_name(ValueCase value_case) {
+  switch (value_case) {
+    case AttributeProto::kDoubleVal: return "double_val";
+    case AttributeProto::kDoubleList: return "double_list";
+    case AttributeProto::kFloatVal: return "float_val";
+    case AttributeProto::kFloatList: return "float_list";
+    case AttributeProto::kInt32Val: return "int32_val";
+    case AttributeProto::kInt32List: return "int32_list";
+    case AttributeProto::kInt64Val: return "int64_val";
+    case AttributeProto::kInt64List: return "int64_list";
+    case AttributeProto::kUint32Val: return "uint32_val";
+    case AttributeProto::kUint32List: return "uint32_list";
+    case AttributeProto::kUint64Val: return "uint64_val";
+    case AttributeProto::kUint64List: return "uint64_list";
+    case AttributeProto::kSint32Val: return "sint32_val";
+    case AttributeProto::kSint32List: return "sint32_list";
+    case AttributeProto::kSint64Val: return "sint64_val";
+    case AttributeProto::kSint64List: return "sint64_list";
+    case AttributeProto::kFixed32Val: return "fixed32_val";
+    case AttributeProto::kFixed32List: return "fixed32_list";
+    case AttributeProto::kFixed64Val: return "fixed64_val";
+    case AttributeProto::kFixed64List: return "fixed64_list";
+    case AttributeProto::kSfixed32Val: return "sfixed32_val";
+    case AttributeProto::kSfixed32List: return "sfixed32_list";
+    case AttributeProto::kSfixed64Val: return "sfixed64_val";
+    case AttributeProto::kSfixed64List: return "sfixed64_list";
+    case AttributeProto::kBoolVal: return "bool_val";
+    case AttributeProto::kBoolList: return "bool_list";
+    case AttributeProto::kStringVal: return "string_val";
+    case AttributeProto::kStringList: return "string_list";
+    case AttributeProto::kBytesVal: return "bytes_val";
+    case AttributeProto::kBytesList: return "bytes_list";
+    case AttributeProto::VALUE_NOT_SET: return "no value";
+  }
+  return "unknown member";
+}
+
+namespace {
+
+bool is_unsigned_scalar(ValueCase value_case) {
+  return value_case == AttributeProto::kUint32Val || value_case == AttributeProto::kUint64Val ||
+         value_case == AttributeProto::kFixed32Val || value_case == AttributeProto::kFixed64Val;
+}
+
+bool is_signed_scalar(ValueCase value_case) {
+  switch (value_case) {
+    case AttributeProto::kInt32Val:
+    case AttributeProto::kInt64Val:
+    case AttributeProto::kSint32Val:
+    case AttributeProto::kSint64Val:
+    case AttributeProto::kSfixed32Val:
+    case AttributeProto::kSfixed64Val:
+    case AttributeProto::kBoolVal:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_integer_list(ValueCase value_case) {
+  switch (value_case) {
+    case AttributeProto::kInt32List:
+    case AttributeProto::kInt64List:
+    case AttributeProto::kUint32List:
+    case AttributeProto::kUint64List:
+    case AttributeProto::kSint32List:
+    case AttributeProto::kSint64List:
+    case AttributeProto::kFixed32List:
+    case AttributeProto::kFixed64List:
+    case AttributeProto::kSfixed32List:
+    case AttributeProto::kSfixed64List:
+    case AttributeProto::kBoolList:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <typename List, typename Pool>
+void append_list(const List& list, Pool& pool, std::vector<ListRef>& lists,
+                 Attribute& attribute) {
+  attribute.list = static_cast<uint32_t>(lists.size());
+  lists.push_back({pool.size(), static_cast<uint32_t>(list.values_size())});
+  for (auto value : list.values()) pool.push_back(static_cast<typename Pool::value_type>(value));
+}
+
+}  // namespace
+
+// ---- StringTable ---------------------------------------------------------------------------------
+
+StringId StringTable::intern(std::string_view text) {
+  if (auto found = index_.find(text); found != index_.end()) return found->second;
+  const auto id = static_cast<StringId>(strings_.size());
+  strings_.emplace_back(text);
+  index_.emplace(strings_.back(), id);
+  return id;
+}
+
+std::optional<StringId> StringTable::find(std::string_view text) const {
+  if (auto found = index_.find(text); found != index_.end()) return found->second;
+  return std::nullopt;
+}
+
+size_t StringTable::memory_bytes() const {
+  size_t bytes = strings_.size() * (sizeof(std::string) + 2 * sizeof(void*) + sizeof(StringId));
+  for (const std::string& text : strings_) {
+    if (text.capacity() > 15) bytes += text.capacity() + 1;
+  }
+  return bytes + index_.bucket_count() * sizeof(void*);
+}
+
+// ---- TraceGraph: building --------------------------------------------------------------------
+
+StringId TraceGraph::store_string(const std::string& text) { return strings_.intern(text); }
+
+void TraceGraph::reserve_like_current(size_t nodes) {
+  const size_t have = std::max<size_t>(nodes_.size(), 1);
+  auto scaled = [&](size_t used) { return used + (used * nodes) / have + 16; };
+  nodes_.reserve(nodes_.size() + nodes);
+  io_.reserve(scaled(io_.size()));
+  data_offsets_.reserve(data_offsets_.size() + nodes);
+  ctrl_offsets_.reserve(ctrl_offsets_.size() + nodes);
+  attr_offsets_.reserve(attr_offsets_.size() + nodes);
+  data_deps_.reserve(scaled(data_deps_.size()));
+  ctrl_deps_.reserve(scaled(ctrl_deps_.size()));
+  attrs_.reserve(scaled(attrs_.size()));
+  int_pool_.reserve(scaled(int_pool_.size()));
+  double_pool_.reserve(scaled(double_pool_.size()));
+  string_pool_.reserve(scaled(string_pool_.size()));
+  lists_.reserve(scaled(lists_.size()));
+}
+
+void TraceGraph::add_node(const ChakraProtoMsg::Node& node) {
+  NodeRecord record;
+  record.id = node.id();
+  record.start_time_micros = node.start_time_micros();
+  record.duration_micros = node.duration_micros();
+  record.name = store_string(node.name());
+  record.type = static_cast<int32_t>(node.type());
+  if (!node.inputs().values().empty() || !node.outputs().values().empty()) {
+    record.io = static_cast<uint32_t>(io_.size());
+    io_.push_back({node.inputs().values().empty() ? kNoString : store_string(node.inputs().values()),
+                   node.outputs().values().empty() ? kNoString
+                                                   : store_string(node.outputs().values())});
+  }
+  nodes_.push_back(record);
+
+  data_deps_.insert(data_deps_.end(), node.data_deps().begin(), node.data_deps().end());
+  data_offsets_.push_back(static_cast<uint32_t>(data_deps_.size()));
+  ctrl_deps_.insert(ctrl_deps_.end(), node.ctrl_deps().begin(), node.ctrl_deps().end());
+  ctrl_offsets_.push_back(static_cast<uint32_t>(ctrl_deps_.size()));
+
+  for (const AttributeProto& proto : node.attr()) {
+    Attribute attribute;
+    attribute.name = store_string(proto.name());
+    attribute.value_case = proto.value_case();
+    switch (proto.value_case()) {
+      case AttributeProto::kDoubleVal: attribute.d = proto.double_val(); break;
+      case AttributeProto::kFloatVal: attribute.d = static_cast<double>(proto.float_val()); break;
+      case AttributeProto::kInt32Val: attribute.i = proto.int32_val(); break;
+      case AttributeProto::kInt64Val: attribute.i = proto.int64_val(); break;
+      case AttributeProto::kUint32Val: attribute.u = proto.uint32_val(); break;
+      case AttributeProto::kUint64Val: attribute.u = proto.uint64_val(); break;
+      case AttributeProto::kSint32Val: attribute.i = proto.sint32_val(); break;
+      case AttributeProto::kSint64Val: attribute.i = proto.sint64_val(); break;
+      case AttributeProto::kFixed32Val: attribute.u = proto.fixed32_val(); break;
+      case AttributeProto::kFixed64Val: attribute.u = proto.fixed64_val(); break;
+      case AttributeProto::kSfixed32Val: attribute.i = proto.sfixed32_val(); break;
+      case AttributeProto::kSfixed64Val: attribute.i = proto.sfixed64_val(); break;
+      case AttributeProto::kBoolVal: attribute.i = proto.bool_val() ? 1 : 0; break;
+      case AttributeProto::kStringVal: attribute.str = store_string(proto.string_val()); break;
+      case AttributeProto::kBytesVal: attribute.str = store_string(proto.bytes_val()); break;
+      case AttributeProto::kDoubleList: append_list(proto.double_list(), double_pool_, lists_, attribute); break;
+      case AttributeProto::kFloatList: append_list(proto.float_list(), double_pool_, lists_, attribute); break;
+      case AttributeProto::kInt32List: append_list(proto.int32_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kInt64List: append_list(proto.int64_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kUint32List: append_list(proto.uint32_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kUint64List: append_list(proto.uint64_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kSint32List: append_list(proto.sint32_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kSint64List: append_list(proto.sint64_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kFixed32List: append_list(proto.fixed32_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kFixed64List: append_list(proto.fixed64_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kSfixed32List: append_list(proto.sfixed32_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kSfixed64List: append_list(proto.sfixed64_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kBoolList: append_list(proto.bool_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kStringList:
+      case AttributeProto::kBytesList: {
+        const auto& values = proto.value_case() == AttributeProto::kStringList
+                                 ? proto.string_list().values()
+                                 : proto.bytes_list().values();
+        attribute.list = static_cast<uint32_t>(lists_.size());
+        lists_.push_back({string_pool_.size(), static_cast<uint32_t>(values.size())});
+        for (const std::string& value : values) string_pool_.push_back(store_string(value));
+        break;
+      }
+      case AttributeProto::VALUE_NOT_SET: break;
+    }
+    attrs_.push_back(attribute);
+  }
+  attr_offsets_.push_back(static_cast<uint32_t>(attrs_.size()));
+}
+
+void TraceGraph::finish() {
+  ids_sorted_ = true;
+  for (size_t idx = 1; idx < nodes_.size(); ++idx) {
+    if (nodes_[idx].id <= nodes_[idx - 1].id) {
+      ids_sorted_ = false;
+      break;
+    }
+  }
+  id_index_.clear();
+  duplicate_ids_.clear();
+  if (ids_sorted_) return;
+  id_index_.reserve(nodes_.size());
+  for (NodeIndex idx = 0; idx < size(); ++idx) id_index_.emplace_back(nodes_[idx].id, idx);
+  std::sort(id_index_.begin(), id_index_.end());
+  for (size_t idx = 1; idx < id_index_.size(); ++idx) {
+    if (id_index_[idx].first == id_index_[idx - 1].first &&
+        (duplicate_ids_.empty() || duplicate_ids_.back() != id_index_[idx].first)) {
+      duplicate_ids_.push_back(id_index_[idx].first);
+    }
+  }
+}
+
+// ---- TraceGraph: queries ----------------------------------------------------------------------
+
+std::span<const uint64_t> TraceGraph::data_deps(NodeIndex node) const {
+  return {data_deps_.data() + data_offsets_[node], data_offsets_[node + 1] - data_offsets_[node]};
+}
+
+std::span<const uint64_t> TraceGraph::ctrl_deps(NodeIndex node) const {
+  return {ctrl_deps_.data() + ctrl_offsets_[node], ctrl_offsets_[node + 1] - ctrl_offsets_[node]};
+}
+
+std::string_view TraceGraph::inputs_values(NodeIndex node) const {
+  const uint32_t io = nodes_[node].io;
+  if (io == UINT32_MAX || io_[io].inputs_values == kNoString) return {};
+  return strings_.view(io_[io].inputs_values);
+}
+
+std::string_view TraceGraph::outputs_values(NodeIndex node) const {
+  const uint32_t io = nodes_[node].io;
+  if (io == UINT32_MAX || io_[io].outputs_values == kNoString) return {};
+  return strings_.view(io_[io].outputs_values);
+}
+
+std::optional<NodeIndex> TraceGraph::find(uint64_t id) const {
+  if (ids_sorted_) {
+    auto found = std::lower_bound(nodes_.begin(), nodes_.end(), id,
+                                  [](const NodeRecord& record, uint64_t key) { return record.id < key; });
+    if (found == nodes_.end() || found->id != id) return std::nullopt;
+    return static_cast<NodeIndex>(found - nodes_.begin());
+  }
+  auto found = std::lower_bound(id_index_.begin(), id_index_.end(), std::make_pair(id, NodeIndex{0}));
+  if (found == id_index_.end() || found->first != id) return std::nullopt;
+  return found->second;
+}
+
+std::span<const Attribute> TraceGraph::attributes(NodeIndex node) const {
+  return {attrs_.data() + attr_offsets_[node], attr_offsets_[node + 1] - attr_offsets_[node]};
+}
+
+const Attribute* TraceGraph::find_attribute(NodeIndex node, StringId key) const {
+  for (const Attribute& attribute : attributes(node)) {
+    if (attribute.name == key) return &attribute;
+  }
+  return nullptr;
+}
+
+const Attribute* TraceGraph::find_attribute(NodeIndex node, std::string_view name) const {
+  const std::optional<StringId> key = strings_.find(name);
+  return key ? find_attribute(node, *key) : nullptr;
+}
+
+Error TraceGraph::attribute_error(NodeIndex node, const Attribute& attribute,
+                                  std::string_view wanted) const {
+  return Error::make(ErrorKind::kTrace, "node {}: attribute '{}' holds {}, expected {}",
+                     nodes_[node].id, strings_.view(attribute.name),
+                     value_case_name(attribute.value_case), wanted);
+}
+
+Expected<int64_t> TraceGraph::as_int(NodeIndex node, const Attribute& attribute) const {
+  if (is_signed_scalar(attribute.value_case)) return attribute.i;
+  if (is_unsigned_scalar(attribute.value_case)) {
+    if (attribute.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Error::make(ErrorKind::kTrace, "node {}: attribute '{}' value {} is out of range",
+                         nodes_[node].id, strings_.view(attribute.name), attribute.u);
+    }
+    return static_cast<int64_t>(attribute.u);
+  }
+  return attribute_error(node, attribute, "an integer");
+}
+
+Expected<double> TraceGraph::as_double(NodeIndex node, const Attribute& attribute) const {
+  if (attribute.value_case == AttributeProto::kDoubleVal ||
+      attribute.value_case == AttributeProto::kFloatVal) {
+    return attribute.d;
+  }
+  if (is_signed_scalar(attribute.value_case)) return static_cast<double>(attribute.i);
+  if (is_unsigned_scalar(attribute.value_case)) return static_cast<double>(attribute.u);
+  return attribute_error(node, attribute, "a number");
+}
+
+Expected<std::optional<int64_t>> TraceGraph::get_int(NodeIndex node, std::string_view name) const {
+  const Attribute* attribute = find_attribute(node, name);
+  if (attribute == nullptr) return std::optional<int64_t>();
+  Expected<int64_t> value = as_int(node, *attribute);
+  if (!value) return value.error();
+  return std::optional<int64_t>(*value);
+}
+
+Expected<int64_t> TraceGraph::get_int_or(NodeIndex node, std::string_view name,
+                                         int64_t fallback) const {
+  Expected<std::optional<int64_t>> value = get_int(node, name);
+  if (!value) return value.error();
+  return value->value_or(fallback);
+}
+
+Expected<std::optional<uint64_t>> TraceGraph::get_uint(NodeIndex node,
+                                                       std::string_view name) const {
+  const Attribute* attribute = find_attribute(node, name);
+  if (attribute == nullptr) return std::optional<uint64_t>();
+  if (is_unsigned_scalar(attribute->value_case)) return std::optional<uint64_t>(attribute->u);
+  Expected<int64_t> value = as_int(node, *attribute);
+  if (!value) return value.error();
+  if (*value < 0) {
+    return Error::make(ErrorKind::kTrace, "node {}: attribute '{}' is {}, expected a value >= 0",
+                       nodes_[node].id, name, *value);
+  }
+  return std::optional<uint64_t>(static_cast<uint64_t>(*value));
+}
+
+Expected<bool> TraceGraph::get_bool_or(NodeIndex node, std::string_view name,
+                                       bool fallback) const {
+  const Attribute* attribute = find_attribute(node, name);
+  if (attribute == nullptr) return fallback;
+  if (is_unsigned_scalar(attribute->value_case)) return attribute->u != 0;
+  if (is_signed_scalar(attribute->value_case)) return attribute->i != 0;
+  return attribute_error(node, *attribute, "a boolean or integer");
+}
+
+Expected<std::optional<double>> TraceGraph::get_double(NodeIndex node,
+                                                       std::string_view name) const {
+  const Attribute* attribute = find_attribute(node, name);
+  if (attribute == nullptr) return std::optional<double>();
+  Expected<double> value = as_double(node, *attribute);
+  if (!value) return value.error();
+  return std::optional<double>(*value);
+}
+
+Expected<std::optional<std::string_view>> TraceGraph::get_string(NodeIndex node,
+                                                                 std::string_view name) const {
+  const Attribute* attribute = find_attribute(node, name);
+  if (attribute == nullptr) return std::optional<std::string_view>();
+  if (attribute->value_case != AttributeProto::kStringVal &&
+      attribute->value_case != AttributeProto::kBytesVal) {
+    return attribute_error(node, *attribute, "a string");
+  }
+  return std::optional<std::string_view>(strings_.view(attribute->str));
+}
+
+Expected<std::optional<std::vector<bool>>> TraceGraph::get_bool_list(NodeIndex node,
+                                                                     std::string_view name) const {
+  const Attribute* attribute = find_attribute(node, name);
+  if (attribute == nullptr) return std::optional<std::vector<bool>>();
+  if (!is_integer_list(attribute->value_case)) {
+    return attribute_error(node, *attribute, "a bool_list");
+  }
+  const ListRef& list = lists_[attribute->list];
+  std::vector<bool> values(list.count);
+  for (uint32_t idx = 0; idx < list.count; ++idx) {
+    values[idx] = int_pool_[list.first + idx] != 0;
+  }
+  return std::optional<std::vector<bool>>(std::move(values));
+}
+
+Expected<std::optional<std::vector<std::string_view>>> TraceGraph::get_string_list(
+    NodeIndex node, std::string_view name) const {
+  const Attribute* attribute = find_attribute(node, name);
+  if (attribute == nullptr) return std::optional<std::vector<std::string_view>>();
+  if (attribute->value_case != AttributeProto::kStringList &&
+      attribute->value_case != AttributeProto::kBytesList) {
+    return attribute_error(node, *attribute, "a string_list");
+  }
+  const ListRef& list = lists_[attribute->list];
+  std::vector<std::string_view> values(list.count);
+  for (uint32_t idx = 0; idx < list.count; ++idx) {
+    values[idx] = strings_.view(string_pool_[list.first + idx]);
+  }
+  return std::optional<std::vector<std::string_view>>(std::move(values));
+}
+
+size_t TraceGraph::memory_bytes() const {
+  return nodes_.capacity() * sizeof(NodeRecord) + io_.capacity() * sizeof(IoRecord) +
+         (data_offsets_.capacity() + ctrl_offsets_.capacity() + attr_offsets_.capacity()) *
+             sizeof(uint32_t) +
+         (data_deps_.capacity() + ctrl_deps_.capacity()) * sizeof(uint64_t) +
+         attrs_.capacity() * sizeof(Attribute) + lists_.capacity() * sizeof(ListRef) +
+         int_pool_.capacity() * sizeof(int64_t) +
+         double_pool_.capacity() * sizeof(double) + string_pool_.capacity() * sizeof(StringId) +
+         id_index_.capacity() * sizeof(std::pair<uint64_t, NodeIndex>) + strings_.memory_bytes();
+}
+
+}  // namespace orrery::chakra

@@ -1,0 +1,196 @@
+// chakra/trace_graph.h: the in-memory graph of one rank's Chakra trace.
+//
+// A compact, read-only node table built once from a stream of Node messages: plain arrays indexed
+// by a dense NodeIndex (the order of the file), interned strings, attributes in one flat table and
+// dependencies as id lists kept exactly as written (data and control apart). Nothing here judges
+// the trace: validation (validation.h) reports missing parents, cycles and bad attributes, and the
+// dependency tracker (dependency_tracker.h) resolves ids into edges.
+//
+// Attribute access is typed and by name. Producers disagree on integer widths (is_cpu_op as bool or
+// int32, comm_size as int64 or uint64), so the integer getters accept any integer member; a float,
+// string or list where an integer is asked for is an Error naming the node id and the attribute.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.h"
+#include "et_def.pb.h"
+
+namespace orrery::chakra {
+
+using NodeIndex = uint32_t;
+using StringId = uint32_t;
+inline constexpr StringId kNoString = UINT32_MAX;
+
+// The Chakra enums by their raw wire value, so unknown values survive loading and can be reported.
+using NodeType = ChakraProtoMsg::NodeType;
+using CommType = ChakraProtoMsg::CollectiveCommType;
+using ValueCase = ChakraProtoMsg::AttributeProto::ValueCase;
+
+// "COMP_NODE" for a known type, "unknown node type 12" otherwise.
+std::string node_type_name(int32_t type);
+// "ALL_REDUCE" for a known type, "unknown collective 42" otherwise.
+std::string comm_type_name(int64_t type);
+// The attribute member name as in the schema ("int64_val", "bool_list").
+std::string_view value_case_name(ValueCase value_case);
+
+// One attribute of one node (16 bytes). Scalars hold their value; strings name an interned string;
+// lists index the graph's list table, which points into the element pools.
+struct Attribute {
+  StringId name = kNoString;
+  ValueCase value_case = ValueCase::VALUE_NOT_SET;
+  union {
+    int64_t i;      // signed integer members and bool
+    uint64_t u;     // unsigned integer members
+    double d;       // double and float
+    StringId str;   // string and bytes
+    uint32_t list;  // index into the list table, for every *_list member
+  };
+  Attribute() : i(0) {}
+};
+
+// Where one list attribute's elements lie in their pool.
+struct ListRef {
+  uint64_t first = 0;  // index of the first element
+  uint32_t count = 0;
+};
+
+// Interned strings: each distinct string is stored once and named by a dense StringId.
+class StringTable {
+ public:
+  StringId intern(std::string_view text);
+  // The id of `text` if it was ever interned.
+  std::optional<StringId> find(std::string_view text) const;
+  std::string_view view(StringId id) const { return strings_[id]; }
+  size_t size() const { return strings_.size(); }
+  size_t memory_bytes() const;
+
+ private:
+  std::deque<std::string> strings_;  // a deque never moves its elements: views stay valid
+  std::unordered_map<std::string_view, StringId> index_;
+};
+
+class TraceGraph {
+ public:
+  // ---- Building (once, by the loader) ----
+  void set_source(std::string path) { source_ = std::move(path); }
+  void set_metadata(ChakraProtoMsg::GlobalMetadata metadata) { metadata_ = std::move(metadata); }
+  // Makes room for about `nodes` more nodes shaped like those added so far, so that loading a
+  // large file grows each table once instead of doubling (and copying) it repeatedly.
+  void reserve_like_current(size_t nodes);
+  // Appends `node`, copying what simulation and inspection need. Cost: O(size of the node).
+  void add_node(const ChakraProtoMsg::Node& node);
+  // Records that the node just added carried fields this schema does not know.
+  void mark_unknown_fields() { unknown_field_nodes_.push_back(size() - 1); }
+  // Builds the id index. Call once after the last add_node and before any lookup by id.
+  void finish();
+
+  // ---- Queries (after finish) ----
+  const std::string& source() const { return source_; }
+  const ChakraProtoMsg::GlobalMetadata& metadata() const { return metadata_; }
+  NodeIndex size() const { return static_cast<NodeIndex>(nodes_.size()); }
+
+  uint64_t id(NodeIndex node) const { return nodes_[node].id; }
+  int32_t type(NodeIndex node) const { return nodes_[node].type; }
+  std::string_view name(NodeIndex node) const { return strings_.view(nodes_[node].name); }
+  uint64_t start_time_micros(NodeIndex node) const { return nodes_[node].start_time_micros; }
+  uint64_t duration_micros(NodeIndex node) const { return nodes_[node].duration_micros; }
+  // Parent ids exactly as the file lists them (possibly missing from the file, or the node itself).
+  std::span<const uint64_t> data_deps(NodeIndex node) const;
+  std::span<const uint64_t> ctrl_deps(NodeIndex node) const;
+  // The node's IOInfo strings ("" when absent).
+  std::string_view inputs_values(NodeIndex node) const;
+  std::string_view outputs_values(NodeIndex node) const;
+
+  // The node with this id; when several share it, the first in file order. Cost: O(log n).
+  std::optional<NodeIndex> find(uint64_t id) const;
+  // Node ids that appear more than once (each listed once, ascending).
+  const std::vector<uint64_t>& duplicate_ids() const { return duplicate_ids_; }
+  // Nodes whose messages carried unknown fields, in file order.
+  const std::vector<NodeIndex>& unknown_field_nodes() const { return unknown_field_nodes_; }
+
+  // ---- Attributes ----
+  std::span<const Attribute> attributes(NodeIndex node) const;
+  // The id of an attribute name for fast repeated lookups; nullopt when no node has it.
+  std::optional<StringId> attribute_key(std::string_view name) const { return strings_.find(name); }
+  const Attribute* find_attribute(NodeIndex node, std::string_view name) const;
+  const Attribute* find_attribute(NodeIndex node, StringId key) const;
+
+  // The attribute as a signed integer: any integer member or bool. nullopt when absent; an Error
+  // naming the node id and attribute when it holds a float, string or list, or does not fit.
+  Expected<std::optional<int64_t>> get_int(NodeIndex node, std::string_view name) const;
+  // As get_int, with `fallback` when absent.
+  Expected<int64_t> get_int_or(NodeIndex node, std::string_view name, int64_t fallback) const;
+  // The attribute as a non-negative integer (sizes, counts, ranks); negative values are an Error.
+  Expected<std::optional<uint64_t>> get_uint(NodeIndex node, std::string_view name) const;
+  // Any integer member read as a boolean (nonzero is true), `fallback` when absent.
+  Expected<bool> get_bool_or(NodeIndex node, std::string_view name, bool fallback) const;
+  // double or float members, or any integer member converted.
+  Expected<std::optional<double>> get_double(NodeIndex node, std::string_view name) const;
+  // string or bytes members.
+  Expected<std::optional<std::string_view>> get_string(NodeIndex node, std::string_view name) const;
+  // bool_list (or any integer list) as booleans.
+  Expected<std::optional<std::vector<bool>>> get_bool_list(NodeIndex node,
+                                                           std::string_view name) const;
+  // string_list or bytes_list.
+  Expected<std::optional<std::vector<std::string_view>>> get_string_list(
+      NodeIndex node, std::string_view name) const;
+
+  // Typed reads of an attribute already found (the node is named in errors).
+  Expected<int64_t> as_int(NodeIndex node, const Attribute& attribute) const;
+  Expected<double> as_double(NodeIndex node, const Attribute& attribute) const;
+  std::string_view attribute_name(const Attribute& attribute) const {
+    return strings_.view(attribute.name);
+  }
+
+  // Bytes held by this graph (tables and strings), for benchmarks and capacity planning.
+  size_t memory_bytes() const;
+
+ private:
+  struct NodeRecord {
+    uint64_t id = 0;
+    uint64_t start_time_micros = 0;
+    uint64_t duration_micros = 0;
+    StringId name = kNoString;
+    int32_t type = 0;
+    uint32_t io = UINT32_MAX;  // index into io_, when the node has inputs or outputs
+  };
+  struct IoRecord {
+    StringId inputs_values = kNoString;
+    StringId outputs_values = kNoString;
+  };
+
+  Error attribute_error(NodeIndex node, const Attribute& attribute, std::string_view wanted) const;
+  StringId store_string(const std::string& text);
+
+  std::string source_;
+  ChakraProtoMsg::GlobalMetadata metadata_;
+  std::vector<NodeRecord> nodes_;
+  std::vector<IoRecord> io_;
+  // Dependencies and attributes in CSR form: node i owns [offsets[i], offsets[i + 1]).
+  std::vector<uint32_t> data_offsets_{0};
+  std::vector<uint64_t> data_deps_;
+  std::vector<uint32_t> ctrl_offsets_{0};
+  std::vector<uint64_t> ctrl_deps_;
+  std::vector<uint32_t> attr_offsets_{0};
+  std::vector<Attribute> attrs_;
+  std::vector<ListRef> lists_;
+  std::vector<int64_t> int_pool_;  // integer and bool lists (unsigned values bit-cast)
+  std::vector<double> double_pool_;
+  std::vector<StringId> string_pool_;
+  StringTable strings_;
+  // (id, index) sorted by id then index; empty when ids are strictly increasing in file order.
+  std::vector<std::pair<uint64_t, NodeIndex>> id_index_;
+  bool ids_sorted_ = true;
+  std::vector<uint64_t> duplicate_ids_;
+  std::vector<NodeIndex> unknown_field_nodes_;
+};
+
+}  // namespace orrery::chakra

@@ -1,1 +1,0 @@
-// placeholder while the Chakra layer is written
