@@ -15,39 +15,56 @@ LinkTable::LinkTable()
       values_(kInitialBuckets, 0),
       shift_(64 - std::countr_zero(kInitialBuckets)) {}
 
-size_t LinkTable::bucket_of(LinkId link) const {
-  // Fibonacci hashing: spreads the dense, patterned link ids over the table.
-  return static_cast<size_t>((link * 0x9E3779B97F4A7C15ULL) >> shift_);
+size_t LinkTable::bucket_of(uint64_t page_number) const {
+  // Fibonacci hashing spreads patterned page numbers over the table.
+  return static_cast<size_t>((page_number * 0x9E3779B97F4A7C15ULL) >> shift_);
+}
+
+uint32_t LinkTable::page_of(uint64_t page_number) {
+  if (page_number == last_page_number_) return last_page_;
+  const size_t mask = keys_.size() - 1;
+  size_t bucket = bucket_of(page_number);
+  while (keys_[bucket] != page_number && keys_[bucket] != kEmpty) bucket = (bucket + 1) & mask;
+  uint32_t page = 0;
+  if (keys_[bucket] == page_number) {
+    page = values_[bucket];
+  } else {
+    page = page_count_++;
+    keys_[bucket] = page_number;
+    values_[bucket] = page;
+    page_slots_.resize(page_slots_.size() + kPageLinks, kNoSlot);
+    if (size_t{page_count_} * 2 > keys_.size()) grow();
+  }
+  last_page_number_ = page_number;
+  last_page_ = page;
+  return page;
 }
 
 uint32_t LinkTable::slot(LinkId link) {
-  assert(link != kEmpty);
-  const size_t mask = keys_.size() - 1;
-  for (size_t bucket = bucket_of(link);; bucket = (bucket + 1) & mask) {
-    if (keys_[bucket] == link) return values_[bucket];
-    if (keys_[bucket] == kEmpty) {
-      const auto new_slot = static_cast<uint32_t>(links_.size());
-      keys_[bucket] = link;
-      values_[bucket] = new_slot;
-      links_.push_back(link);
-      counters_.emplace_back();
-      if (links_.size() * 2 > keys_.size()) grow();
-      return new_slot;
-    }
+  const uint32_t page = page_of(link >> kPageBits);
+  uint32_t& entry = page_slots_[size_t{page} * kPageLinks + (link & (kPageLinks - 1))];
+  if (entry == kNoSlot) {
+    entry = static_cast<uint32_t>(links_.size());
+    links_.push_back(link);
+    counters_.emplace_back();
   }
+  return entry;
 }
 
 void LinkTable::grow() {
-  const size_t buckets = keys_.size() * 2;
+  std::vector<uint64_t> old_keys = std::move(keys_);
+  std::vector<uint32_t> old_values = std::move(values_);
+  const size_t buckets = old_keys.size() * 2;
   keys_.assign(buckets, kEmpty);
   values_.assign(buckets, 0);
   shift_ = 64 - std::countr_zero(buckets);
   const size_t mask = buckets - 1;
-  for (uint32_t slot_index = 0; slot_index < links_.size(); ++slot_index) {
-    size_t bucket = bucket_of(links_[slot_index]);
+  for (size_t old_bucket = 0; old_bucket < old_keys.size(); ++old_bucket) {
+    if (old_keys[old_bucket] == kEmpty) continue;
+    size_t bucket = bucket_of(old_keys[old_bucket]);
     while (keys_[bucket] != kEmpty) bucket = (bucket + 1) & mask;
-    keys_[bucket] = links_[slot_index];
-    values_[bucket] = slot_index;
+    keys_[bucket] = old_keys[old_bucket];
+    values_[bucket] = old_values[old_bucket];
   }
 }
 
@@ -77,8 +94,9 @@ std::vector<LinkStats> LinkTable::report(const Topology& topology) const {
 }
 
 size_t LinkTable::memory_bytes() const {
-  return keys_.capacity() * sizeof(LinkId) + values_.capacity() * sizeof(uint32_t) +
-         links_.capacity() * sizeof(LinkId) + counters_.capacity() * sizeof(LinkCounters);
+  return keys_.capacity() * sizeof(uint64_t) + values_.capacity() * sizeof(uint32_t) +
+         page_slots_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkId) +
+         counters_.capacity() * sizeof(LinkCounters);
 }
 
 }  // namespace orrery::net
