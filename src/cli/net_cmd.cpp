@@ -49,6 +49,13 @@ std::string format_gbps(const net::Bandwidth& bandwidth) {
 
 std::string format_ns(SimTime time) { return format_fixed(static_cast<uint64_t>(time.ps()), 3); }
 
+// As format_ns, with thousands separated: 60,093.75.
+std::string format_ns_grouped(SimTime time) {
+  const auto ps = static_cast<uint64_t>(time.ps());
+  const std::string fraction = format_fixed(ps % 1000, 3);  // "0", or "0.75"
+  return format_count(ps / 1000) + (fraction == "0" ? "" : fraction.substr(1));
+}
+
 std::string json_string(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
@@ -229,7 +236,7 @@ int run_send(const NetOptions& options) {
   fmt::print("route:   {}\n", route.empty() ? "none (source is destination)" : route);
   fmt::print("time:    {} ns ({} ns exactly)\n",
              format_count(static_cast<uint64_t>(delivery.time.ns_truncated())),
-             format_ns(delivery.time));
+             format_ns_grouped(delivery.time));
   return 0;
 }
 
