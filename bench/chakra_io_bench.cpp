@@ -2,11 +2,14 @@
 // back, and loading into the compact TraceGraph. Reports nodes/s, MB/s and memory.
 //
 //   build/bench/bench_chakra_io [--benchmark_repetitions=3]
+// With ORRERY_BENCH_KEEP=1 the generated trace stays in the temporary directory
+// (orrery-bench-1m.et), for end-to-end runs of the orrery executable on it.
 #include <sys/resource.h>
 
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -114,6 +117,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  std::remove(orrery::chakra::bench_path().c_str());
+  const char* keep = std::getenv("ORRERY_BENCH_KEEP");
+  if (keep == nullptr || std::string(keep) != "1") std::remove(orrery::chakra::bench_path().c_str());
   return 0;
 }
