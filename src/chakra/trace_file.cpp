@@ -1,5 +1,6 @@
 #include "chakra/trace_file.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include <google/protobuf/unknown_field_set.h>
@@ -19,6 +20,21 @@ bool is_old_schema_version(const std::string& version) {
 constexpr const char* kOldSchemaAdvice =
     "Chakra traces from before October 2023 (schema 0.0.1 to 0.0.3) are not wire-compatible with "
     "the current schema; regenerate the trace with a current Chakra release";
+
+constexpr const char* kJsonAdvice =
+    " (it looks like JSON: `orrery trace from-json` reads documents written by `orrery trace "
+    "to-json`)";
+
+// Whether the file's first byte that is not white space opens a JSON object or array. Called only
+// on the error path.
+bool looks_like_json(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return false;
+  int c = std::fgetc(file);
+  while (c == ' ' || c == '\n' || c == '\r' || c == '\t') c = std::fgetc(file);
+  std::fclose(file);
+  return c == '{' || c == '[';
+}
 
 }  // namespace
 
@@ -46,8 +62,8 @@ Expected<TraceReader> TraceReader::open(const std::string& path) {
   if (!reader.metadata_.ParseFromString(reader.buffer_)) {
     return Error::make(ErrorKind::kParse,
                        "{}: record 0 ({} bytes) does not decode as a Chakra GlobalMetadata; this is "
-                       "not a Chakra trace",
-                       path, reader.buffer_.size());
+                       "not a Chakra trace{}",
+                       path, reader.buffer_.size(), looks_like_json(path) ? kJsonAdvice : "");
   }
   // An old-schema file starts with a Node: its varint id in field 1 lands in the unknown fields of
   // GlobalMetadata, whose field 1 is a string.

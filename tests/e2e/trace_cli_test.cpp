@@ -211,6 +211,12 @@ TEST(TraceCliBadInput, a_json_file_that_is_not_a_trace) {
   EXPECT_NE(result.err.find("x.json: "), std::string::npos) << result.err;
 }
 
+TEST(TraceCliBadInput, a_json_file_given_as_a_trace_says_it_is_json) {
+  TempDir dir;
+  write_bytes(dir.file("host.json"), "{\"schema\": \"1.0.2-chakra.0.0.4\", \"nodes\": []}");
+  expect_clean_failure(run_orrery({"trace", "inspect", dir.file("host.json")}), "it looks like JSON");
+}
+
 TEST(TraceCliBadInput, an_unknown_flag) {
   const CommandResult result = run_orrery({"trace", "inspect", "--frobnicate", feeder()});
   EXPECT_NE(result.exit_code, 0);
