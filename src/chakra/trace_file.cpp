@@ -53,7 +53,10 @@ Expected<TraceReader> TraceReader::open(const std::string& path) {
   TraceReader reader(std::move(*records));
 
   Expected<bool> got = reader.records_.next(reader.buffer_);
-  if (!got) return got.error();
+  if (!got) {
+    if (looks_like_json(path)) return Error(got.error().kind(), got.error().message() + kJsonAdvice);
+    return got.error();
+  }
   if (!*got) {
     return Error::make(ErrorKind::kParse,
                        "{}: the file is empty; a Chakra trace starts with a GlobalMetadata record",
