@@ -1,0 +1,52 @@
+// core/json_config.h: JSON configuration files with errors that name the file, line and key.
+//
+// nlohmann::json parses the file (its syntax errors carry line and column); line_of() finds where a
+// key is written so that a value of the wrong kind or range can be reported as
+// `sys.json:7: key 'active-chunks-per-dimension': expected a positive integer, found "two"`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace orrery {
+
+class JsonConfig {
+ public:
+  // Reads and parses `path`. Fails on a missing file or a syntax error (with line and column).
+  static Expected<JsonConfig> load(const std::string& path);
+  // Parses `text` as if read from `path` (for tests and embedded defaults).
+  static Expected<JsonConfig> parse(const std::string& path, std::string text);
+
+  const std::string& path() const { return path_; }
+  const nlohmann::json& doc() const { return doc_; }
+
+  // The 1-based line where "key" is first written, 0 when it does not appear.
+  int line_of(std::string_view key) const;
+  // "path:line: key 'key'" (or "path: key 'key'" when the key is absent), for error messages.
+  std::string where(std::string_view key) const;
+  // An Error of kind kConfig: "<where(key)>: <what>".
+  Error error(std::string_view key, std::string_view what) const;
+
+  // Typed reads of a top-level key; nullopt when absent, an Error when present but unusable.
+  Expected<std::optional<int64_t>> get_int(std::string_view key, int64_t min, int64_t max) const;
+  Expected<std::optional<double>> get_number(std::string_view key, double min_exclusive) const;
+  Expected<std::optional<std::string>> get_string(std::string_view key) const;
+  Expected<std::optional<std::vector<std::string>>> get_string_list(std::string_view key) const;
+
+ private:
+  std::string path_;
+  std::string text_;
+  nlohmann::json doc_;
+};
+
+// A short rendering of a JSON value for messages ("\"two\"", "[1, 2]", "-3").
+std::string json_excerpt(const nlohmann::json& value);
+
+}  // namespace orrery
