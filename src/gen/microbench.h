@@ -1,0 +1,48 @@
+// gen/microbench.h: one-collective traces in the shape of ASTRA-sim's microbenchmarks.
+//
+// Each rank's file holds GlobalMetadata{version "0.0.4"} and one COMM_COLL_NODE (id 0, is_cpu_op
+// false, comm_type, comm_size), exactly as astra-sim/examples/workload/microbenchmarks; with a
+// compute time, a COMP_NODE (id 0, duration_micros) precedes it and the collective (id 1) depends on
+// it by data. Point-to-point "send-recv" writes a ring exchange instead: rank r sends to r+1 and
+// receives from r-1 (tag 0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace orrery::gen {
+
+enum class MicrobenchKind : uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kBroadcast,
+  kReduce,
+  kGather,
+  kScatter,
+  kBarrier,
+  kSendRecv,
+};
+
+// "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "reduce", "gather",
+// "scatter", "barrier", "send-recv" (also with underscores). Error listing the names otherwise.
+Expected<MicrobenchKind> parse_microbench_kind(std::string_view name);
+
+struct MicrobenchSpec {
+  MicrobenchKind kind = MicrobenchKind::kAllReduce;
+  uint64_t bytes = 0;       // comm_size (per-rank buffer; per-rank input for all-gather)
+  uint32_t ranks = 0;       // at least 1
+  uint64_t compute_us = 0;  // a COMP node before the collective when nonzero
+  std::string pg_name;      // written as the collective's pg_name attribute when not empty
+};
+
+// Writes <prefix>.<r>.et for every rank (creating the folder of the prefix if needed). Returns the
+// paths written.
+Expected<std::vector<std::string>> write_microbench(const MicrobenchSpec& spec,
+                                                    const std::string& prefix);
+
+}  // namespace orrery::gen

@@ -1,0 +1,87 @@
+// system/system_config.h: ASTRA-sim's system configuration file (JSON), read unchanged.
+//
+// Every key ASTRA-sim 2.x reads is accepted with its meaning (docs/models/system.md); a value of the
+// wrong kind or range is an Error naming file, line and key. Keys ASTRA-sim ignores in 2.x
+// (boost-mode, L, o, g, G, ...) are accepted and listed in `ignored_keys`; keys nobody knows are
+// listed in `unknown_keys` so the command line can warn about typos.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace orrery::sys {
+
+enum class SchedulingPolicy : uint8_t { kLifo, kFifo, kExplicit };
+enum class CollectiveOptimization : uint8_t { kBaseline, kLocalBwAware };
+
+// A collective algorithm for one dimension, or for all ranks at once (the "one*" variants).
+enum class AlgorithmKind : uint8_t {
+  kRing,
+  kDirect,            // window = n - 1, or `window` for directN
+  kHalvingDoubling,
+  kDoubleBinaryTree,  // all-reduce only
+  kOneRing,           // flat over all ranks of the group
+  kOneDirect,
+  kOneHalvingDoubling,
+};
+
+struct Algorithm {
+  AlgorithmKind kind = AlgorithmKind::kRing;
+  uint32_t window = 0;  // direct/oneDirect: messages in flight (0 = n - 1)
+  bool operator==(const Algorithm&) const = default;
+};
+
+// "ring", "direct", "direct4", "halvingDoubling", "doubleBinaryTree", "oneRing", "oneDirect",
+// "oneDirect8", "oneHalvingDoubling". Error (kConfig) otherwise, listing the accepted names.
+Expected<Algorithm> parse_algorithm(std::string_view name);
+// The name as written in a configuration file.
+std::string algorithm_name(const Algorithm& algorithm);
+
+struct SystemConfig {
+  std::string path;  // the file it came from ("" for defaults)
+
+  SchedulingPolicy scheduling_policy = SchedulingPolicy::kLifo;
+  CollectiveOptimization collective_optimization = CollectiveOptimization::kBaseline;
+  uint32_t preferred_dataset_splits = 1;     // chunks per collective
+  uint32_t active_chunks_per_dimension = 1;  // chunks in flight per dimension queue
+  int64_t endpoint_delay_ns = 10;            // per message at the endpoint (and per chunk start)
+  bool endpoint_delay_given = false;         // whether the file set it (--injection-scale needs it)
+  std::optional<double> local_mem_bw_gbps;   // decimal GB/s: bytes per ns; reductions, roofline
+
+  // One entry per network dimension (checked against the network when a run is built).
+  std::vector<Algorithm> all_reduce;
+  std::vector<Algorithm> all_gather;
+  std::vector<Algorithm> reduce_scatter;
+  std::vector<Algorithm> all_to_all;
+  // "*-implementation-custom": trace prefixes of a collective given as its own Chakra graph,
+  // resolved to existing paths (relative to the working directory, else to the file's folder or
+  // one of its ancestors, as ASTRA-sim's examples assume).
+  std::vector<std::string> all_reduce_custom;
+  std::vector<std::string> all_gather_custom;
+  std::vector<std::string> reduce_scatter_custom;
+  std::vector<std::string> all_to_all_custom;
+
+  bool roofline_enabled = false;
+  std::optional<double> peak_perf_tflops;
+  bool replay_only = false;
+  bool track_local_mem = false;
+  bool trace_enabled = false;
+
+  std::vector<std::string> ignored_keys;  // known to ASTRA-sim, without effect in 2.x
+  std::vector<std::string> unknown_keys;  // not an ASTRA-sim key at all
+};
+
+// Reads an ASTRA-sim system file. Errors (kIo, kParse, kConfig) name the file, line and key:
+// unknown algorithm names, a splits or active-chunks value below 1, a negative endpoint delay,
+// a non-positive local-mem-bw or peak-perf, roofline enabled without peak-perf, an unknown
+// scheduling policy or collective optimization, a custom collective whose rank files do not exist.
+Expected<SystemConfig> load_system_config(const std::string& path);
+
+// The same from text (for tests), as if read from `path`.
+Expected<SystemConfig> parse_system_config(const std::string& path, std::string text);
+
+}  // namespace orrery::sys
