@@ -35,11 +35,12 @@ uint32_t EventQueue::take_block() {
   if (!free_blocks_.empty()) {
     const uint32_t block = free_blocks_.back();
     free_blocks_.pop_back();
-    blocks_[block]->next = kNoBlock;
+    block_next_[block] = kNoBlock;
     return block;
   }
   assert(blocks_.size() < kNoBlock && "event queue: block pool exhausted");
   blocks_.push_back(std::make_unique<Block>());
+  block_next_.push_back(kNoBlock);
   return static_cast<uint32_t>(blocks_.size() - 1);
 }
 
@@ -53,7 +54,7 @@ void EventQueue::append(int level, int slot, const Event& event) {
     level_mask_ |= 1u << level;
   } else if (bucket.tail_pos == kBlockEvents) {
     const uint32_t block = take_block();
-    blocks_[bucket.tail]->next = block;
+    block_next_[bucket.tail] = block;
     bucket.tail = block;
     bucket.tail_pos = 0;
   }
@@ -101,9 +102,10 @@ void EventQueue::spread(int level, int slot) {
   // blocks return to the pool as soon as they are read, so the pool does not grow while spreading.
   for (uint32_t block = source.head; block != kNoBlock;) {
     const Block& data = *blocks_[block];
-    if (data.next != kNoBlock) {
+    const uint32_t next = block_next_[block];
+    if (next != kNoBlock) {
       // The chain's blocks are scattered in memory: start fetching the next one now.
-      const char* next_bytes = reinterpret_cast<const char*>(blocks_[data.next].get());
+      const char* next_bytes = reinterpret_cast<const char*>(blocks_[next].get());
       for (size_t offset = 0; offset < sizeof(Block); offset += 64) {
         __builtin_prefetch(next_bytes + offset);
       }
@@ -118,7 +120,6 @@ void EventQueue::spread(int level, int slot) {
       assert(target_level < level);
       append(target_level, target_slot, event);
     }
-    const uint32_t next = data.next;
     free_blocks_.push_back(block);
     block = next;
   }
@@ -138,7 +139,7 @@ Event EventQueue::take_front(int slot) {
     if (level_empty) level_mask_ &= ~1u;
   } else if (bucket.head_pos == kBlockEvents) {
     free_blocks_.push_back(bucket.head);
-    bucket.head = head.next;
+    bucket.head = block_next_[bucket.head];
     bucket.head_pos = 0;
   }
   last_ = static_cast<uint64_t>(event.time.ps());
@@ -178,7 +179,7 @@ SimTime EventQueue::next_time() const {
   const int level = lowest_level();
   const Bucket& bucket = buckets_[level][lowest_slot(level)];
   uint64_t min_time = std::numeric_limits<uint64_t>::max();
-  for (uint32_t block = bucket.head; block != kNoBlock; block = blocks_[block]->next) {
+  for (uint32_t block = bucket.head; block != kNoBlock; block = block_next_[block]) {
     const Block& data = *blocks_[block];
     const uint32_t begin = block == bucket.head ? bucket.head_pos : 0;
     const uint32_t end = block == bucket.tail ? bucket.tail_pos : kBlockEvents;
@@ -191,7 +192,7 @@ SimTime EventQueue::next_time() const {
 
 size_t EventQueue::memory_bytes() const {
   return sizeof(*this) + blocks_.size() * sizeof(Block) + blocks_.capacity() * sizeof(blocks_[0]) +
-         free_blocks_.capacity() * sizeof(uint32_t);
+         block_next_.capacity() * sizeof(uint32_t) + free_blocks_.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace orrery

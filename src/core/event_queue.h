@@ -85,7 +85,6 @@ class EventQueue {
 
   struct Block {
     Event events[kBlockEvents];
-    uint32_t next = kNoBlock;
   };
   // A FIFO of events: a chain of blocks read from `head_pos` in the first block and written at
   // `tail_pos` in the last one.
@@ -112,6 +111,7 @@ class EventQueue {
   }
 
   std::vector<std::unique_ptr<Block>> blocks_;
+  std::vector<uint32_t> block_next_;  // chain links, apart so that linking touches no event line
   std::vector<uint32_t> free_blocks_;
   Bucket buckets_[kLevels][kSlots];
   uint64_t masks_[kLevels][kMaskWords] = {};  // bit set when the bucket holds events
