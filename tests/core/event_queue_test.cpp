@@ -102,6 +102,22 @@ TEST(EventQueue, interleaved_pushes_and_pops_match_a_sorted_reference) {
   }
 }
 
+TEST(EventQueue, times_across_the_whole_int64_range_keep_their_order) {
+  EventQueue queue;
+  const int64_t huge = int64_t{1} << 62;
+  const std::vector<int64_t> times = {huge + 5, 0, huge, 255, 256, huge + 5, 65536, INT64_MAX, 1};
+  for (size_t idx = 0; idx < times.size(); ++idx) (void)queue.push(at_ps(times[idx], idx));
+  std::vector<std::pair<int64_t, uint64_t>> expected;
+  for (size_t idx = 0; idx < times.size(); ++idx) expected.emplace_back(times[idx], idx);
+  std::stable_sort(expected.begin(), expected.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [time, arg] : expected) {
+    const Event event = queue.pop();
+    EXPECT_EQ(event.time.ps(), time);
+    EXPECT_EQ(event.arg, arg);
+  }
+}
+
 TEST(EventQueue, pop_not_after_leaves_later_events_and_accepts_earlier_pushes) {
   EventQueue queue;
   (void)queue.push(at_ps(100));
