@@ -80,8 +80,11 @@ Expected<Topology> Topology::create(std::vector<Dimension> dimensions) {
     }
     layout.link_base = links;
     links += uint64_t{layout.groups} * layout.links_per_group;
-    worst_latency_ps += max_hops * static_cast<uint64_t>(spec.latency.ps());
-    if (ranks + switches > kMaxCount || worst_latency_ps > kMaxPathLatencyPs) {
+    const auto latency_ps = static_cast<uint64_t>(spec.latency.ps());
+    const bool latency_too_long =
+        latency_ps != 0 && max_hops > (kMaxPathLatencyPs - worst_latency_ps) / latency_ps;
+    if (!latency_too_long) worst_latency_ps += max_hops * latency_ps;
+    if (ranks + switches > kMaxCount || latency_too_long) {
       return Error::make(ErrorKind::kTopology,
                          "the network is too large: more than {} nodes or a worst-case path "
                          "latency beyond 2^61 ps",

@@ -215,6 +215,9 @@ TEST(Topology, create_rejects_impossible_dimensions) {
   Dimension negative_latency = dim(TopologyKind::kRing, 4);
   negative_latency.latency = SimTime::from_ps(-1);
   EXPECT_FALSE(Topology::create({negative_latency}).has_value());
+  Dimension slow = dim(TopologyKind::kRing, 1 << 20);
+  slow.latency = SimTime::from_ps(int64_t{1} << 50);  // 2^19 hops x 2^50 ps overflows 2^61
+  EXPECT_FALSE(Topology::create({slow}).has_value());
   const Expected<Topology> too_many =
       Topology::create({dim(TopologyKind::kRing, 65536), dim(TopologyKind::kRing, 65536)});
   ASSERT_FALSE(too_many.has_value());
