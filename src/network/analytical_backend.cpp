@@ -14,8 +14,11 @@ SimTime analytical_delay(const Topology& topology, Rank src, Rank dst, uint64_t 
   return spec.latency * hops + spec.bandwidth.serialization_time(bytes);
 }
 
-AnalyticalBackend::AnalyticalBackend(EventEngine& engine, Topology topology)
-    : engine_(engine), topology_(std::move(topology)), id_(engine.register_handler(*this)) {}
+AnalyticalBackend::AnalyticalBackend(EventEngine& engine, Topology topology, TimeRounding rounding)
+    : engine_(engine),
+      topology_(std::move(topology)),
+      rounding_(rounding),
+      id_(engine.register_handler(*this)) {}
 
 AnalyticalBackend::~AnalyticalBackend() { engine_.unregister_handler(id_); }
 
@@ -59,7 +62,8 @@ void AnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token)
   pending_[index] = Pending{token, src, dst};
   ++in_flight_;
 
-  const SimTime delay = analytical_delay(topology_, src, dst, bytes);
+  SimTime delay = analytical_delay(topology_, src, dst, bytes);
+  if (rounding_ == TimeRounding::kAstraSim) delay = truncate_to_ns(delay);
   const uint32_t dim = topology_.lowest_differing_dimension(src, dst);
   if (dim != kNoDimension) {
     walk_route(src, dst, bytes, topology_.dimension(dim).bandwidth.serialization_time(bytes), true);

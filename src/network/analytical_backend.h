@@ -30,7 +30,8 @@ SimTime analytical_delay(const Topology& topology, Rank src, Rank dst, uint64_t 
 class AnalyticalBackend final : public NetworkBackend, private EventHandler {
  public:
   // Registers with `engine`, which must outlive this backend. Build phase.
-  AnalyticalBackend(EventEngine& engine, Topology topology);
+  AnalyticalBackend(EventEngine& engine, Topology topology,
+                    TimeRounding rounding = TimeRounding::kExact);
   ~AnalyticalBackend() override;
 
   std::string_view name() const override { return "analytical"; }
@@ -55,6 +56,7 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
 
   EventEngine& engine_;
   Topology topology_;
+  TimeRounding rounding_;
   HandlerId id_;
   DeliveryListener* listener_ = nullptr;
   LinkTable links_;

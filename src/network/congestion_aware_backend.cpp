@@ -5,8 +5,12 @@
 
 namespace orrery::net {
 
-CongestionAwareBackend::CongestionAwareBackend(EventEngine& engine, Topology topology)
-    : engine_(engine), topology_(std::move(topology)), id_(engine.register_handler(*this)) {}
+CongestionAwareBackend::CongestionAwareBackend(EventEngine& engine, Topology topology,
+                                               TimeRounding rounding)
+    : engine_(engine),
+      topology_(std::move(topology)),
+      rounding_(rounding),
+      id_(engine.register_handler(*this)) {}
 
 CongestionAwareBackend::~CongestionAwareBackend() { engine_.unregister_handler(id_); }
 
@@ -80,12 +84,17 @@ void CongestionAwareBackend::transmit(uint32_t index, uint32_t slot) {
   const uint64_t bytes = messages_[index].bytes;
   const SimTime serialization = dim.bandwidth.serialization_time(bytes);
   const SimTime now = engine_.now();
-  queue.busy_until = now + serialization;
+  // ASTRA-sim keeps whole nanoseconds: the link frees after floor(serialization) and the message
+  // arrives floor(latency + serialization) after it started, each truncated separately.
+  const bool astra = rounding_ == TimeRounding::kAstraSim;
+  const SimTime busy = astra ? truncate_to_ns(serialization) : serialization;
+  const SimTime arrival = astra ? truncate_to_ns(serialization + dim.latency) : serialization + dim.latency;
+  queue.busy_until = now + busy;
   LinkCounters& counters = links_.counters(slot);
   counters.bytes += bytes;
-  counters.busy += serialization;
+  counters.busy += busy;
   ++counters.messages;
-  (void)engine_.schedule_at(queue.busy_until + dim.latency, id_, kArrive, index);
+  (void)engine_.schedule_at(now + arrival, id_, kArrive, index);
 }
 
 void CongestionAwareBackend::deliver(uint32_t index) {

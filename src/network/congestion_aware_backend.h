@@ -26,7 +26,8 @@ namespace orrery::net {
 class CongestionAwareBackend final : public NetworkBackend, private EventHandler {
  public:
   // Registers with `engine`, which must outlive this backend. Build phase.
-  CongestionAwareBackend(EventEngine& engine, Topology topology);
+  CongestionAwareBackend(EventEngine& engine, Topology topology,
+                         TimeRounding rounding = TimeRounding::kExact);
   ~CongestionAwareBackend() override;
 
   std::string_view name() const override { return "congestion-aware"; }
@@ -67,6 +68,7 @@ class CongestionAwareBackend final : public NetworkBackend, private EventHandler
 
   EventEngine& engine_;
   Topology topology_;
+  TimeRounding rounding_;
   HandlerId id_;
   DeliveryListener* listener_ = nullptr;
   LinkTable links_;

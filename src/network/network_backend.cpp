@@ -15,13 +15,15 @@ std::span<const std::string_view> network_backend_names() { return kBackendNames
 
 Expected<std::unique_ptr<NetworkBackend>> make_network_backend(std::string_view name,
                                                                EventEngine& engine,
-                                                               const Topology& topology) {
+                                                               const Topology& topology,
+                                                               TimeRounding rounding) {
   if (name == "analytical") {
-    return std::unique_ptr<NetworkBackend>(std::make_unique<AnalyticalBackend>(engine, topology));
+    return std::unique_ptr<NetworkBackend>(
+        std::make_unique<AnalyticalBackend>(engine, topology, rounding));
   }
   if (name == "congestion-aware") {
     return std::unique_ptr<NetworkBackend>(
-        std::make_unique<CongestionAwareBackend>(engine, topology));
+        std::make_unique<CongestionAwareBackend>(engine, topology, rounding));
   }
   return Error::make(ErrorKind::kInvalidArgument,
                      "unknown network backend '{}' (expected analytical or congestion-aware)",

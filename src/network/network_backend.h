@@ -84,13 +84,22 @@ class NetworkBackend {
   NetworkBackend() = default;
 };
 
+// How message times are rounded. kExact keeps picoseconds (serialization rounded once to the
+// nearest ps). kAstraSim reproduces ASTRA-sim's integer nanoseconds: the analytical delay is
+// truncated to whole ns once per message; in the congestion-aware model each hop's arrival
+// (latency + serialization) and each link's busy time (serialization) are truncated separately.
+enum class TimeRounding : uint8_t { kExact, kAstraSim };
+
+// `time` truncated to whole nanoseconds (time >= 0).
+inline SimTime truncate_to_ns(SimTime time) { return SimTime::from_ps(time.ps() - time.ps() % 1000); }
+
 // The backend names make_network_backend accepts.
 std::span<const std::string_view> network_backend_names();
 
 // Creates the backend called `name` over a copy of `topology`, scheduling its events on `engine`
 // (which must outlive it). Build phase. Error (kInvalidArgument) for an unknown name.
-Expected<std::unique_ptr<NetworkBackend>> make_network_backend(std::string_view name,
-                                                               EventEngine& engine,
-                                                               const Topology& topology);
+Expected<std::unique_ptr<NetworkBackend>> make_network_backend(
+    std::string_view name, EventEngine& engine, const Topology& topology,
+    TimeRounding rounding = TimeRounding::kExact);
 
 }  // namespace orrery::net
