@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -20,10 +21,12 @@ enum class MemoryType : uint8_t { kNoExpansion, kPerNpu, kPerNode, kPool };
 struct RemoteMemoryConfig {
   std::string path;
   MemoryType type = MemoryType::kNoExpansion;
-  double latency_ns = 0;     // remote-mem-latency
-  double bandwidth_gbps = 0; // remote-mem-bw, GB/s (2^30 bytes per second, as network files)
+  double latency_ns = 0;           // remote-mem-latency
+  double bandwidth_gbps = 0;       // remote-mem-bw, decimal GB/s (10^9 bytes per second)
   uint32_t num_nodes = 0;          // PER_NODE_MEMORY_EXPANSION
   uint32_t num_npus_per_node = 0;  // PER_NODE_MEMORY_EXPANSION
+  // Keys ASTRA-sim does not read (from forks, or typos), in file order, for a warning.
+  std::vector<std::string> unknown_keys;
 };
 
 // Reads the file. Errors name file, line and key: an unknown memory-type (listing the four), a
