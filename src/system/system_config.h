@@ -1,7 +1,7 @@
 // system/system_config.h: ASTRA-sim's system configuration file (JSON), read unchanged.
 //
-// Every key ASTRA-sim 2.x reads is accepted with its meaning (docs/models/system.md); a value of the
-// wrong kind or range is an Error naming file, line and key. Keys ASTRA-sim ignores in 2.x
+// Every key ASTRA-sim 2.x reads is accepted with its meaning (docs/formats/configs.md); a value of
+// the wrong kind or range is an Error naming file, line and key. Keys ASTRA-sim ignores in 2.x
 // (boost-mode, L, o, g, G, ...) are accepted and listed in `ignored_keys`; keys nobody knows are
 // listed in `unknown_keys` so the command line can warn about typos.
 #pragma once
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -21,7 +22,7 @@ enum class CollectiveOptimization : uint8_t { kBaseline, kLocalBwAware };
 // A collective algorithm for one dimension, or for all ranks at once (the "one*" variants).
 enum class AlgorithmKind : uint8_t {
   kRing,
-  kDirect,            // window = n - 1, or `window` for directN
+  kDirect,  // window = n - 1, or `window` for directN
   kHalvingDoubling,
   kDoubleBinaryTree,  // all-reduce only
   kOneRing,           // flat over all ranks of the group
