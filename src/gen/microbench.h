@@ -1,10 +1,12 @@
 // gen/microbench.h: one-collective traces in the shape of ASTRA-sim's microbenchmarks.
 //
-// Each rank's file holds GlobalMetadata{version "0.0.4"} and one COMM_COLL_NODE (id 0, is_cpu_op
-// false, comm_type, comm_size), exactly as astra-sim/examples/workload/microbenchmarks; with a
-// compute time, a COMP_NODE (id 0, duration_micros) precedes it and the collective (id 1) depends on
-// it by data. Point-to-point "send-recv" writes a ring exchange instead: rank r sends to r+1 and
-// receives from r-1 (tag 0).
+// Each rank's file holds GlobalMetadata{version "0.0.4"} and one COMM_COLL_NODE named
+// "<collective>_<n>npus_<size>" (is_cpu_op false, comm_type, comm_size), exactly as
+// astra-sim/examples/workload/microbenchmarks: the files are byte-identical to those. Node ids
+// continue across ranks as ASTRA-sim's generator numbers them (rank r's collective has id r). With
+// a compute time, a COMP_NODE (duration_micros) precedes the collective, which depends on it by
+// data (ids 2r and 2r+1). Point-to-point "send-recv" writes a ring exchange instead: rank r sends
+// to r+1 and receives from r-1 (tag 0). docs/formats/configs.md has the details.
 #pragma once
 
 #include <cstdint>
