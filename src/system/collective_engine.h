@@ -1,0 +1,381 @@
+// system/collective_engine.h: collectives and point-to-point messages turned into timed network
+// messages, as ASTRA-sim 2.x's system layer does (docs/models/system.md).
+//
+// A collective issued by a rank is cut into chunks (preferred-dataset-splits); each chunk is a
+// stream that runs one phase per network dimension it uses (hierarchical execution), waiting in a
+// per-dimension queue that runs at most active-chunks-per-dimension streams at once, ordered by the
+// scheduling policy. A phase runs an algorithm (ring, direct, halving-doubling, double binary tree)
+// as a state machine that sends messages through the NetworkBackend and reacts to receives; every
+// received message costs the endpoint delay, and a reducing receive also 3 x bytes / local-mem-bw.
+// Ranks never share state: a message is matched at its destination by (collective, chunk, phase,
+// source) whatever the arrival order, and collectives are matched across the ranks of a group by
+// their issue order in that group.
+//
+// A collective type given as a custom graph (`*-implementation-custom`) runs that Chakra graph
+// instead: every rank executes its own file (<prefix>.<position in group>.et) of sends, receives
+// and compute, all ready nodes at once, and the collective completes with the graph's last node.
+//
+// Broadcast, reduce, gather, scatter and barrier, which ASTRA-sim rejects, run as flat algorithms
+// over the group (a pipelined chain rooted at the group's first rank for broadcast and reduce,
+// direct messages to or from it for gather and scatter, a dissemination barrier).
+//
+// One engine per simulation; it registers with the EventEngine and is the backend's delivery
+// listener. Single-threaded, deterministic.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "chakra/dependency_graph.h"
+#include "chakra/trace_graph.h"
+#include "core/error.h"
+#include "core/event_engine.h"
+#include "core/time.h"
+#include "network/network_backend.h"
+#include "system/collective.h"
+#include "system/system_config.h"
+
+namespace orrery::sys {
+
+using net::Rank;
+
+// Hears when operations issued through the engine complete. Called from inside engine events at the
+// completion time (or synchronously inside the issuing call for work that takes no time).
+class SystemListener {
+ public:
+  virtual ~SystemListener() = default;
+  virtual void on_collective_done(Rank rank, uint64_t cookie) = 0;
+  virtual void on_send_done(Rank rank, uint64_t cookie) = 0;
+  virtual void on_recv_done(Rank rank, uint64_t cookie) = 0;
+
+ protected:
+  SystemListener() = default;
+  SystemListener(const SystemListener&) = default;
+  SystemListener& operator=(const SystemListener&) = default;
+};
+
+struct CollectiveRequest {
+  CollectiveType type = CollectiveType::kAllReduce;
+  uint64_t bytes = 0;            // comm_size: the per-rank buffer (per-rank input for all-gather)
+  uint32_t group = 0;            // from add_group; 0 is every rank
+  uint32_t involved_dims = ~0u;  // bit d: the collective may use network dimension d
+  int64_t priority = 0;          // used by the EXPLICIT scheduling policy
+  uint64_t cookie = 0;           // handed back in on_collective_done
+  uint64_t node_id = 0;          // the trace node, for messages
+};
+
+// What one collective did, for reports (one record per collective instance of a group).
+struct CollectiveRecord {
+  CollectiveType type = CollectiveType::kAllReduce;
+  uint32_t group = 0;
+  uint64_t sequence = 0;  // issue order within the group
+  uint64_t bytes = 0;
+  uint32_t ranks = 0;
+  SimTime first_issue;  // the earliest rank's issue
+  SimTime last_finish;  // the latest rank's completion
+  uint64_t first_node = 0;
+};
+
+struct EngineOptions {
+  // Multiplies the endpoint delay when the configuration sets one (ASTRA-sim's --injection-scale).
+  double injection_scale = 1.0;
+};
+
+class CollectiveEngine final : private EventHandler, private net::DeliveryListener {
+ public:
+  // Checks the configuration against the network (one implementation per dimension for every
+  // collective type; local-mem-bw present) and registers with `engine`. Build phase.
+  static Expected<std::unique_ptr<CollectiveEngine>> create(EventEngine& engine,
+                                                            net::NetworkBackend& network,
+                                                            const SystemConfig& config,
+                                                            EngineOptions options,
+                                                            SystemListener& listener);
+  ~CollectiveEngine() override;
+  CollectiveEngine(const CollectiveEngine&) = delete;
+  CollectiveEngine& operator=(const CollectiveEngine&) = delete;
+
+  // Declares a communicator group (ranks ascending, each below the rank count) and returns its id.
+  // Group 0, every rank, exists from the start. Build phase.
+  uint32_t add_group(std::vector<Rank> ranks, std::string name);
+  uint32_t group_count() const { return static_cast<uint32_t>(groups_.size()); }
+
+  // Starts a collective at `rank` now. Error when `rank` is not in the group, or when the group's
+  // other ranks issued a different collective (type or size) at the same position of their order.
+  // Any time, also inside events.
+  Status issue_collective(Rank rank, const CollectiveRequest& request);
+
+  // Point-to-point: a send completes when its message arrives at `dst`; a receive when its message
+  // has arrived (at once if it came earlier). Messages match on (src, dst, tag) in issue order; a
+  // size that differs between a send and its receive is an error reported by failure().
+  void issue_send(Rank src, Rank dst, int64_t tag, uint64_t bytes, uint64_t cookie,
+                  uint64_t node_id);
+  void issue_recv(Rank dst, Rank src, int64_t tag, uint64_t bytes, uint64_t cookie,
+                  uint64_t node_id);
+
+  // The first error met inside an event (the run stopped there), if any.
+  const std::optional<Error>& failure() const { return failure_; }
+
+  // After a run that did not finish: one line per operation still waiting, at most `limit`.
+  std::vector<std::string> describe_pending(size_t limit) const;
+
+  // One record per collective instance, in issue order of first appearance.
+  const std::vector<CollectiveRecord>& records() const { return records_; }
+
+  uint64_t messages_sent() const { return messages_sent_; }
+
+ private:
+  // Events the engine schedules for itself; `arg` is a stream id unless noted.
+  enum EventKind : uint16_t {
+    kBundle = 1,        // endpoint delay over, no reduction: the algorithm continues
+    kBundleReduce = 2,  // endpoint delay over, a reduction follows
+    kReduced = 3,       // reduction over: the algorithm continues
+    kReceived = 4,      // a receive posted after its message arrived
+    kP2pRecvDone = 5,   // a point-to-point receive posted after its message arrived (arg: message)
+    kDoneNow = 6,       // a collective with nothing to do (arg: RankCollective)
+    kCustomWork = 7,    // a custom collective's compute node finished (arg: run << 32 | node)
+  };
+  enum class Op : uint8_t {
+    kAllReduce,
+    kReduceScatter,
+    kAllGather,
+    kAllToAll,
+    kBroadcast,
+    kReduce,
+    kGather,
+    kScatter,
+    kBarrier
+  };
+  enum class Machine : uint8_t { kRing, kHalvingDoubling, kTree, kChain, kRooted, kBarrier };
+
+  struct Group {
+    std::string name;
+    std::vector<Rank> ranks;
+    std::unordered_map<Rank, uint32_t> position;  // empty for group 0 (position = rank)
+    uint32_t aligned_dims = 0;     // dimensions the group spans exactly; 0 when not aligned
+    std::vector<uint64_t> issued;  // per position: collectives issued so far
+  };
+
+  // One phase of a stream: an algorithm over the members of one dimension (or of the whole group).
+  struct Phase {
+    Op op = Op::kAllReduce;
+    Algorithm algorithm;
+    uint32_t dim = 0;   // network dimension, or kFlat
+    uint64_t size = 0;  // input bytes of the phase
+    bool anticlockwise = false;
+  };
+
+  struct Instance {
+    uint32_t group = 0;
+    uint64_t sequence = 0;
+    CollectiveType type = CollectiveType::kAllReduce;
+    uint64_t bytes = 0;
+    uint32_t involved_dims = 0;
+    uint32_t issued = 0;
+    uint32_t finished = 0;
+    Rank first_rank = 0;
+    uint64_t first_node = 0;
+    uint32_t record = 0;
+  };
+
+  // A collective at one rank: its chunks' streams count down to completion.
+  struct RankCollective {
+    uint32_t instance = 0;
+    Rank rank = 0;
+    uint32_t remaining = 0;
+    uint64_t cookie = 0;
+    uint64_t node_id = 0;
+  };
+
+  struct Stream {
+    Rank rank = 0;
+    uint32_t owner = 0;  // RankCollective index
+    uint32_t instance = 0;
+    uint32_t chunk = 0;
+    int64_t priority = 0;
+    uint32_t queue = 0;
+    bool running = false;
+    uint8_t phase_index = 0;
+    std::vector<Phase> phases;
+    // --- the running phase's state machine ---
+    Machine machine = Machine::kRing;
+    uint32_t n = 0;         // members
+    uint32_t index = 0;     // this rank's position among them
+    uint32_t parallel = 1;  // messages in flight (direct window)
+    uint32_t free = 0;
+    uint32_t zero = 0;
+    uint32_t nonzero = 0;
+    bool toggle = false;
+    uint32_t received = 0;
+    uint32_t middle = 0;        // direct all-reduce: receives before the second half
+    uint64_t stream_count = 0;  // sends left
+    uint64_t message = 0;       // bytes per message (ring/direct), current size (halving-doubling)
+    int32_t step = 1;           // ring direction (+1/-1)
+    uint32_t send_to = 0;       // member index the next inserted packet goes to
+    uint32_t recv_from = 0;     // member index it comes from
+    uint32_t offset = 0;        // halving-doubling distance
+    bool doubling = false;      // halving-doubling: distances grow (all-reduce after the turn, AG)
+    bool reduce_on_insert = false;
+    std::deque<std::pair<uint32_t, uint32_t>> packets;  // (from, to) member indices, unsent
+    std::deque<uint64_t> packet_sizes;                  // halving-doubling: bytes per packet
+    std::deque<uint64_t> reductions;                    // bytes of pending reducing bundles
+    // tree / chain / rooted / barrier state
+    uint32_t waiting = 0;
+    uint32_t round = 0;
+  };
+
+  struct MatchKey {
+    Rank dst;
+    Rank src;
+    uint32_t instance;
+    uint32_t chunk;
+    uint32_t phase;
+    bool operator==(const MatchKey&) const = default;
+  };
+  struct MatchKeyHash {
+    size_t operator()(const MatchKey& key) const;
+  };
+  struct MatchEntry {
+    uint32_t arrived = 0;
+    uint32_t posted = 0;
+    uint32_t stream = 0;
+  };
+
+  // Point-to-point messages match within a scope: the workload's, or one custom collective's.
+  static constexpr uint32_t kWorkloadScope = UINT32_MAX;
+  static constexpr uint32_t kNoRun = UINT32_MAX;
+  struct P2pKey {
+    Rank src;
+    Rank dst;
+    int64_t tag;
+    uint32_t scope;
+    bool operator==(const P2pKey&) const = default;
+  };
+  struct P2pKeyHash {
+    size_t operator()(const P2pKey& key) const;
+  };
+  struct P2pEndpoint {
+    uint64_t bytes;
+    uint64_t cookie;
+    uint64_t node_id;
+    uint32_t run;  // the custom run that waits for it, or kNoRun for the workload
+  };
+  struct P2pEntry {
+    std::deque<P2pEndpoint> arrived;  // messages delivered before their receive was posted
+    std::deque<P2pEndpoint> posted;   // receives waiting for their message
+    std::deque<P2pEndpoint> sent;     // sends not yet delivered (for reports)
+  };
+
+  struct Message {
+    bool p2p = false;
+    Rank src = 0;
+    Rank dst = 0;
+    uint64_t bytes = 0;
+    // collective
+    uint32_t instance = 0;
+    uint32_t chunk = 0;
+    uint32_t phase = 0;
+    // point-to-point
+    int64_t tag = 0;
+    uint64_t cookie = 0;
+    uint64_t node_id = 0;
+    uint32_t scope = kWorkloadScope;
+    uint32_t run = kNoRun;  // the sending custom run (on delivery) or receiving one (kP2pRecvDone)
+  };
+
+  // A custom collective's graph for one group position, loaded once and shared by its runs.
+  struct CustomGraph {
+    chakra::TraceGraph graph;
+    chakra::DependencyGraph deps;
+  };
+  // One rank running a custom collective.
+  struct CustomRun {
+    uint32_t owner = 0;  // RankCollective
+    uint32_t instance = 0;
+    const CustomGraph* graph = nullptr;
+    std::unique_ptr<chakra::DependencyTracker> tracker;
+    uint64_t remaining = 0;
+  };
+
+  static constexpr uint32_t kFlat = UINT32_MAX;
+
+  CollectiveEngine(EventEngine& engine, net::NetworkBackend& network, const SystemConfig& config,
+                   EngineOptions options, SystemListener& listener);
+
+  void handle_event(const Event& event) override;
+  void on_delivered(uint64_t token) override;
+
+  // Scheduling of streams in per-dimension queues.
+  uint32_t queue_of(Rank rank, uint32_t dim) const;
+  void enqueue(uint32_t stream);
+  void fill(uint32_t queue);
+  void start_phase(uint32_t stream);
+  void finish_phase(uint32_t stream);
+
+  // The state machines.
+  void phase_init(uint32_t stream);
+  void on_general(uint32_t stream);
+  void on_received(uint32_t stream);
+  void insert_packet(uint32_t stream);
+  bool send_packet(uint32_t stream);
+  void bundle(uint32_t stream, bool reduce, uint64_t bytes);
+  Rank member(const Stream& stream, uint32_t index) const;
+  void send_message(uint32_t stream, uint32_t to_index, uint64_t bytes);
+  void post_receive(uint32_t stream, uint32_t from_index);
+
+  std::vector<Phase> plan_phases(const Instance& instance, uint64_t chunk_bytes) const;
+
+  // Custom collectives (collective_engine_custom.cpp).
+  const std::vector<std::string>& custom_prefixes(CollectiveType type) const;
+  Status start_custom(uint32_t owner, uint32_t position, const std::string& prefix);
+  void custom_pump(uint32_t run);
+  void custom_node_done(uint32_t run, chakra::NodeIndex node);
+  void p2p_send(Rank src, Rank dst, int64_t tag, uint32_t scope, uint64_t bytes, uint64_t cookie,
+                uint64_t node_id, uint32_t run);
+  void p2p_recv(Rank dst, Rank src, int64_t tag, uint32_t scope, uint64_t bytes, uint64_t cookie,
+                uint64_t node_id, uint32_t run);
+  void p2p_completed(Rank rank, uint32_t run, uint64_t cookie, bool send);
+  void collective_finished(uint32_t owner);
+  const std::vector<Algorithm>& implementations(Op op) const;
+  void fail(Error error);
+
+  EventEngine& engine_;
+  net::NetworkBackend& network_;
+  const net::Topology& topology_;
+  SystemConfig config_;
+  SystemListener& listener_;
+  HandlerId id_{};
+  SimTime endpoint_delay_;
+  double local_mem_bw_ = 0;  // bytes per ns
+  int64_t priority_counter_ = 0;
+
+  std::vector<Group> groups_;
+  std::vector<Instance> instances_;
+  std::unordered_map<uint64_t, uint32_t> instance_index_;  // (group, sequence) -> instance
+  std::vector<RankCollective> rank_collectives_;
+  std::vector<uint32_t> free_rank_collectives_;
+  std::vector<Stream> streams_;
+  std::vector<uint32_t> free_streams_;
+  // Per (rank, queue): stream ids in order, and how many run. Queue q of rank r is
+  // r * queues_per_rank_ + q; the last queue of a rank serves flat phases.
+  uint32_t queues_per_rank_ = 0;
+  std::vector<std::vector<uint32_t>> queues_;
+  std::vector<uint32_t> running_;
+  std::unordered_map<MatchKey, MatchEntry, MatchKeyHash> matches_;
+  std::unordered_map<P2pKey, P2pEntry, P2pKeyHash> p2p_;
+  std::vector<Message> messages_;
+  std::vector<uint32_t> free_messages_;
+  std::vector<CollectiveRecord> records_;
+  std::map<std::pair<std::string, uint32_t>, std::unique_ptr<CustomGraph>> custom_graphs_;
+  std::vector<CustomRun> custom_runs_;
+  std::vector<uint32_t> free_custom_runs_;
+  std::optional<Error> failure_;
+  uint64_t messages_sent_ = 0;
+};
+
+}  // namespace orrery::sys
