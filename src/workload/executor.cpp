@@ -1,0 +1,441 @@
+#include "workload/executor.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "core/units.h"
+#include "system/collective.h"
+
+namespace orrery::workload {
+
+namespace {
+
+using chakra::NodeIndex;
+using chakra::TraceGraph;
+
+enum EventKind : uint16_t { kWorkDone = 1 };
+
+constexpr uint8_t kPending = 0;
+constexpr uint8_t kInFlight = 1;
+constexpr uint8_t kDone = 2;
+
+uint64_t pack(Rank rank, NodeIndex node) { return uint64_t{rank} << 32 | node; }
+
+// Replayed time: duration_micros in ns, a zero duration counting as 1 ns (as ASTRA-sim does).
+SimTime replay_time(const TraceGraph& graph, NodeIndex node) {
+  const uint64_t micros = graph.duration_micros(node);
+  return micros == 0 ? SimTime::from_ns(1) : SimTime::from_us(static_cast<int64_t>(micros));
+}
+
+}  // namespace
+
+WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceGraph*> graphs,
+                                   std::map<std::string, uint32_t> groups, ExecutorOptions options)
+    : engine_(engine), groups_(std::move(groups)), options_(std::move(options)) {
+  id_ = engine_.register_handler(*this);
+  ranks_.resize(graphs.size());
+  for (Rank rank = 0; rank < graphs.size(); ++rank) {
+    RankState& state = ranks_[rank];
+    state.graph = graphs[rank];
+    state.deps = std::make_unique<chakra::DependencyGraph>(
+        chakra::DependencyGraph::build(*state.graph, options_.dependencies));
+    state.tracker = std::make_unique<chakra::DependencyTracker>(*state.graph, *state.deps);
+    state.issued.assign(state.graph->size(), kPending);
+    state.result.rank = rank;
+    state.result.nodes = state.graph->size();
+  }
+}
+
+WorkloadExecutor::~WorkloadExecutor() { engine_.unregister_handler(id_); }
+
+void WorkloadExecutor::start() {
+  assert(system_ != nullptr && "workload executor: start before bind");
+  for (Rank rank = 0; rank < ranks_.size() && !failure_; ++rank) {
+    if (ranks_[rank].result.nodes == 0) {
+      ranks_[rank].result.finished = true;
+      ++finished_ranks_;
+      continue;
+    }
+    pump(rank);
+  }
+}
+
+void WorkloadExecutor::fail(Error error) {
+  if (!failure_) failure_ = std::move(error);
+  engine_.stop();
+}
+
+// Time accounting: called before any change of what runs on a rank.
+void WorkloadExecutor::account(RankState& state) {
+  const SimTime now = engine_.now();
+  const SimTime elapsed = now - state.last_change;
+  if (state.comm_active > 0) {
+    state.result.comm_active += elapsed;
+    if (state.compute_active == 0) state.result.comm_exposed += elapsed;
+  }
+  state.last_change = now;
+}
+
+WorkloadExecutor::Slot WorkloadExecutor::slot_of(const RankState& state, NodeIndex node) const {
+  const TraceGraph& graph = *state.graph;
+  Expected<bool> cpu_flag = graph.get_bool_or(node, "is_cpu_op", false);
+  const bool cpu = cpu_flag && *cpu_flag;
+  switch (graph.type(node)) {
+    case ChakraProtoMsg::COMP_NODE: {
+      // ASTRA-sim skips compute with neither a recorded time nor FLOPs: it takes no slot and no
+      // time.
+      Expected<std::optional<uint64_t>> flops = graph.get_uint(node, "num_ops");
+      const bool no_flops = !flops || !flops->has_value() || **flops == 0;
+      if (graph.duration_micros(node) == 0 && no_flops) return Slot::kNone;
+      return cpu ? Slot::kCpu : Slot::kCompute;
+    }
+    case ChakraProtoMsg::COMM_COLL_NODE:
+    case ChakraProtoMsg::COMM_SEND_NODE:
+      return cpu ? Slot::kCpu : Slot::kComm;
+    default:
+      return Slot::kNone;
+  }
+}
+
+Expected<SimTime> WorkloadExecutor::compute_time(const RankState& state, NodeIndex node,
+                                                 bool cpu) const {
+  Expected<SimTime> time = unscaled_compute_time(state, node, cpu);
+  if (!time || options_.compute_scale == 1.0) return time;
+  return SimTime::from_ps(std::llround(static_cast<double>(time->ps()) * options_.compute_scale));
+}
+
+Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state, NodeIndex node,
+                                                          bool cpu) const {
+  const TraceGraph& graph = *state.graph;
+  if (cpu || options_.replay_only || !options_.roofline) return replay_time(graph, node);
+  // Roofline: performance = min(peak, memory bandwidth x intensity), time = FLOPs / performance.
+  Expected<std::optional<uint64_t>> flops = graph.get_uint(node, "num_ops");
+  if (!flops) return flops.error();
+  Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "tensor_size");
+  if (!bytes) return bytes.error();
+  if (!flops->has_value() || **flops == 0) return replay_time(graph, node);
+  if (!bytes->has_value() || **bytes == 0) return SimTime::zero();
+  const double intensity = static_cast<double>(**flops) / static_cast<double>(**bytes);
+  const double perf =
+      std::min(options_.local_mem_bw * 1e9 * intensity, options_.peak_perf_tflops * 1e12);
+  const double ns = std::floor(static_cast<double>(**flops) / perf * 1e9);
+  return SimTime::from_ns(static_cast<int64_t>(ns));
+}
+
+// Issues what can issue on `rank`: ready nodes in ascending id order, each when its slot is free.
+// Work that takes no time completes on the spot and may ready more nodes, hence the loop.
+void WorkloadExecutor::pump(Rank rank) {
+  RankState& state = ranks_[rank];
+  std::vector<std::pair<uint64_t, NodeIndex>> candidates;
+  while (!failure_) {
+    candidates.clear();
+    while (state.tracker->has_ready()) {
+      const NodeIndex node = state.tracker->pop_ready();
+      candidates.emplace_back(state.graph->id(node), node);
+    }
+    for (int slot = 0; slot < 3; ++slot) {
+      if (!state.busy[slot] && !state.waiting[slot].empty()) {
+        candidates.push_back(state.waiting[slot].top());
+        state.waiting[slot].pop();
+      }
+    }
+    if (candidates.empty()) return;
+    std::sort(candidates.begin(), candidates.end());
+    for (const auto& [id, node] : candidates) {
+      const Slot slot = slot_of(state, node);
+      if (slot != Slot::kNone) {
+        const auto index = static_cast<size_t>(slot);
+        if (state.busy[index]) {
+          state.waiting[index].emplace(id, node);
+          continue;
+        }
+        state.busy[index] = true;
+      }
+      if (!issue(rank, node, slot)) return;
+    }
+    // Every slot with waiting nodes is busy now; only work that completed on the spot can have
+    // readied more nodes.
+    if (!state.tracker->has_ready()) return;
+  }
+}
+
+bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
+  RankState& state = ranks_[rank];
+  const TraceGraph& graph = *state.graph;
+  state.issued[node] = kInFlight;
+  const uint64_t cookie = node;
+  auto where = [&] {
+    return fmt::format("{} rank {} node {}", graph.source(), rank, graph.id(node));
+  };
+  auto finish_after = [&](SimTime time) {
+    (void)engine_.schedule_after(time, id_, kWorkDone, pack(rank, node));
+  };
+  auto start_comm = [&] {
+    account(state);
+    ++state.comm_active;
+  };
+
+  const int32_t type = graph.type(node);
+  const bool cpu = slot == Slot::kCpu;
+  if (type == ChakraProtoMsg::COMP_NODE ||
+      (type == ChakraProtoMsg::COMM_COLL_NODE && cpu && !graph.find_attribute(node, "comm_type"))) {
+    if (slot == Slot::kNone) {  // no recorded time and no FLOPs: nothing to run
+      complete(rank, node);
+      return !failure_;
+    }
+    Expected<SimTime> time = compute_time(state, node, cpu);
+    if (!time) {
+      fail(time.error().with_context(where()));
+      return false;
+    }
+    account(state);
+    ++state.compute_active;
+    if (cpu) {
+      state.result.cpu_compute += *time;
+    } else {
+      state.result.gpu_compute += *time;
+    }
+    finish_after(*time);
+    return true;
+  }
+  if (options_.replay_only &&
+      (type == ChakraProtoMsg::COMM_COLL_NODE || type == ChakraProtoMsg::COMM_SEND_NODE ||
+       type == ChakraProtoMsg::COMM_RECV_NODE)) {
+    start_comm();
+    finish_after(replay_time(graph, node));
+    return true;
+  }
+  switch (type) {
+    case ChakraProtoMsg::COMM_COLL_NODE: {
+      Expected<std::optional<int64_t>> comm_type = graph.get_int(node, "comm_type");
+      Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "comm_size");
+      if (!comm_type || !bytes) {
+        fail((!comm_type ? comm_type.error() : bytes.error()).with_context(where()));
+        return false;
+      }
+      const std::optional<sys::CollectiveType> collective =
+          comm_type->has_value() ? sys::collective_from_chakra(**comm_type) : std::nullopt;
+      if (!collective) {
+        fail(Error::make(ErrorKind::kTrace, "{}: COMM_COLL_NODE without a valid comm_type",
+                         where()));
+        return false;
+      }
+      Expected<std::optional<std::string_view>> pg = graph.get_string(node, "pg_name");
+      if (!pg) {
+        fail(pg.error().with_context(where()));
+        return false;
+      }
+      const std::string pg_name(pg->value_or(""));
+      auto group = groups_.find(pg_name);
+      if (group == groups_.end()) {
+        std::vector<std::string> known;
+        for (const auto& [name, id] : groups_) known.push_back(name.empty() ? "\"\"" : name);
+        fail(
+            Error::make(ErrorKind::kTrace,
+                        "{}: pg_name '{}' names no communicator group (known: {}); give the groups "
+                        "with --comm-group-configuration",
+                        where(), pg_name, fmt::join(known, ", ")));
+        return false;
+      }
+      sys::CollectiveRequest request;
+      request.type = *collective;
+      request.bytes = scaled_bytes(bytes->value_or(0));
+      request.group = group->second;
+      request.cookie = cookie;
+      request.node_id = graph.id(node);
+      Expected<std::optional<std::vector<bool>>> dims = graph.get_bool_list(node, "involved_dim");
+      if (dims && dims->has_value()) {
+        uint32_t mask = 0;
+        for (size_t dim = 0; dim < (*dims)->size() && dim < 32; ++dim) {
+          if ((**dims)[dim]) mask |= 1u << dim;
+        }
+        // Dimensions beyond the list are involved, as ASTRA-sim's default [true, true, ...] says.
+        for (size_t dim = (*dims)->size(); dim < 32; ++dim) mask |= 1u << dim;
+        request.involved_dims = mask;
+      }
+      Expected<int64_t> priority = graph.get_int_or(node, "comm_priority", 0);
+      request.priority = priority ? *priority : 0;
+      start_comm();
+      ++state.result.collectives;
+      if (Status status = system_->issue_collective(rank, request); !status) {
+        fail(status.error().with_context(graph.source()));
+        return false;
+      }
+      return true;
+    }
+    case ChakraProtoMsg::COMM_SEND_NODE:
+    case ChakraProtoMsg::COMM_RECV_NODE: {
+      const bool send = type == ChakraProtoMsg::COMM_SEND_NODE;
+      Expected<std::optional<uint64_t>> peer = graph.get_uint(node, send ? "comm_dst" : "comm_src");
+      Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "comm_size");
+      Expected<int64_t> tag = graph.get_int_or(node, "comm_tag", 0);
+      if (!peer || !bytes || !tag) {
+        fail((!peer ? peer.error() : !bytes ? bytes.error() : tag.error()).with_context(where()));
+        return false;
+      }
+      if (!peer->has_value() || **peer >= ranks_.size()) {
+        fail(Error::make(ErrorKind::kTrace, "{}: {} {} is not a rank of this job ({} ranks)",
+                         where(), send ? "comm_dst" : "comm_src",
+                         peer->has_value() ? std::to_string(**peer) : std::string("(missing)"),
+                         ranks_.size()));
+        return false;
+      }
+      start_comm();
+      if (send) {
+        ++state.result.sends;
+        system_->issue_send(rank, static_cast<Rank>(**peer), *tag, scaled_bytes(bytes->value_or(0)),
+                            cookie, graph.id(node));
+      } else {
+        ++state.result.recvs;
+        system_->issue_recv(rank, static_cast<Rank>(**peer), *tag, scaled_bytes(bytes->value_or(0)),
+                            cookie, graph.id(node));
+      }
+      return true;
+    }
+    case ChakraProtoMsg::MEM_LOAD_NODE:
+    case ChakraProtoMsg::MEM_STORE_NODE: {
+      Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "tensor_size");
+      if (!bytes) {
+        fail(bytes.error().with_context(where()));
+        return false;
+      }
+      const auto size = static_cast<double>(bytes->value_or(0));
+      SimTime time;
+      if (options_.memory.type == memory::MemoryType::kNoExpansion) {
+        time =
+            options_.local_mem_bw > 0
+                ? SimTime::from_ns(static_cast<int64_t>(std::floor(size / options_.local_mem_bw)))
+                : SimTime::zero();
+      } else {
+        // remote-mem-bw is decimal GB/s, that is bytes per ns.
+        const double ns = options_.memory.latency_ns + size / options_.memory.bandwidth_gbps;
+        time = SimTime::from_ns(static_cast<int64_t>(std::floor(ns)));
+      }
+      state.result.memory += time;
+      finish_after(time);
+      return true;
+    }
+    default:
+      // METADATA and (in lenient mode) INVALID nodes: nothing to run.
+      complete(rank, node);
+      return !failure_;
+  }
+}
+
+uint64_t WorkloadExecutor::scaled_bytes(uint64_t bytes) const {
+  if (options_.comm_scale == 1.0) return bytes;
+  return static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * options_.comm_scale));
+}
+
+void WorkloadExecutor::complete(Rank rank, NodeIndex node) {
+  RankState& state = ranks_[rank];
+  assert(state.issued[node] == kInFlight);
+  state.issued[node] = kDone;
+  const Slot slot = slot_of(state, node);
+  if (slot != Slot::kNone) state.busy[static_cast<size_t>(slot)] = false;
+  state.tracker->complete(node);
+  ++state.result.completed;
+  if (state.result.completed == state.result.nodes) {
+    account(state);
+    state.result.finished = true;
+    state.result.finish = engine_.now();
+    ++finished_ranks_;
+  }
+}
+
+void WorkloadExecutor::handle_event(const Event& event) {
+  if (failure_) return;
+  const auto rank = static_cast<Rank>(event.arg >> 32);
+  const auto node = static_cast<NodeIndex>(event.arg & 0xffffffffu);
+  RankState& state = ranks_[rank];
+  const int32_t type = state.graph->type(node);
+  if (type == ChakraProtoMsg::COMP_NODE || type == ChakraProtoMsg::COMM_COLL_NODE ||
+      type == ChakraProtoMsg::COMM_SEND_NODE || type == ChakraProtoMsg::COMM_RECV_NODE) {
+    account(state);
+    if (type == ChakraProtoMsg::COMP_NODE ||
+        (type == ChakraProtoMsg::COMM_COLL_NODE && !options_.replay_only)) {
+      --state.compute_active;
+    } else {
+      --state.comm_active;
+    }
+  }
+  complete(rank, node);
+  pump(rank);
+}
+
+void WorkloadExecutor::on_collective_done(Rank rank, uint64_t cookie) {
+  RankState& state = ranks_[rank];
+  account(state);
+  --state.comm_active;
+  complete(rank, static_cast<NodeIndex>(cookie));
+  pump(rank);
+}
+
+void WorkloadExecutor::on_send_done(Rank rank, uint64_t cookie) {
+  on_collective_done(rank, cookie);
+}
+
+void WorkloadExecutor::on_recv_done(Rank rank, uint64_t cookie) {
+  on_collective_done(rank, cookie);
+}
+
+std::vector<RankResult> WorkloadExecutor::results() const {
+  std::vector<RankResult> out;
+  out.reserve(ranks_.size());
+  for (const RankState& state : ranks_) out.push_back(state.result);
+  return out;
+}
+
+std::vector<std::string> WorkloadExecutor::describe_stuck(size_t limit) const {
+  std::vector<std::string> lines;
+  for (const RankState& state : ranks_) {
+    if (state.result.finished) continue;
+    if (lines.size() >= limit) {
+      lines.push_back("...");
+      break;
+    }
+    const TraceGraph& graph = *state.graph;
+    std::vector<std::string> in_flight;
+    std::vector<uint64_t> blocked;
+    uint64_t never_ready = 0;
+    for (NodeIndex node = 0; node < graph.size(); ++node) {
+      if (state.issued[node] == kInFlight) {
+        std::string what = chakra::node_type_name(graph.type(node));
+        if (graph.type(node) == ChakraProtoMsg::COMM_COLL_NODE) {
+          Expected<std::optional<int64_t>> comm_type = graph.get_int(node, "comm_type");
+          if (comm_type && comm_type->has_value()) {
+            if (auto collective = sys::collective_from_chakra(**comm_type)) {
+              what = std::string(sys::collective_name(*collective));
+            }
+          }
+        } else if (graph.type(node) == ChakraProtoMsg::COMM_RECV_NODE) {
+          Expected<std::optional<uint64_t>> src = graph.get_uint(node, "comm_src");
+          if (src && src->has_value()) what = fmt::format("receive from rank {}", **src);
+        } else if (graph.type(node) == ChakraProtoMsg::COMM_SEND_NODE) {
+          Expected<std::optional<uint64_t>> dst = graph.get_uint(node, "comm_dst");
+          if (dst && dst->has_value()) what = fmt::format("send to rank {}", **dst);
+        }
+        if (in_flight.size() < 4)
+          in_flight.push_back(fmt::format("node {} ({})", graph.id(node), what));
+      } else if (state.issued[node] == kPending) {
+        if (state.tracker->pending_parents(node) == 0) {
+          blocked.push_back(graph.id(node));
+        } else {
+          ++never_ready;
+        }
+      }
+    }
+    lines.push_back(fmt::format(
+        "rank {}: {} of {} nodes done; waiting on {}{}; {} more node(s) wait for them",
+        state.result.rank, format_count(state.result.completed), format_count(state.result.nodes),
+        in_flight.empty() ? std::string("nothing in flight")
+                          : fmt::format("{}", fmt::join(in_flight, ", ")),
+        blocked.empty() ? ""
+                        : fmt::format(" (ready but waiting for a slot: {} nodes)", blocked.size()),
+        format_count(never_ready)));
+  }
+  return lines;
+}
+
+}  // namespace orrery::workload

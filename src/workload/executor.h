@@ -1,0 +1,132 @@
+// workload/executor.h: every rank runs its Chakra trace, as ASTRA-sim's workload layer does.
+//
+// A node issues when its dependencies have completed (DependencyTracker) and its issue slot is
+// free: each rank has one host-CPU slot, one accelerator-compute slot and one accelerator-
+// communication slot (collectives and sends); receives, metadata and memory nodes take none. Ready
+// nodes are considered in ascending id order whenever something completes. Compute is replayed
+// from duration_micros or modelled by the roofline; collectives and point-to-point messages go to
+// the system layer; memory nodes cost latency + bytes / bandwidth.
+//
+// One executor per simulation. It is the SystemListener of the CollectiveEngine (bind() once).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "chakra/dependency_graph.h"
+#include "chakra/trace_graph.h"
+#include "core/error.h"
+#include "core/event_engine.h"
+#include "memory/remote_memory_config.h"
+#include "system/collective_engine.h"
+
+namespace orrery::workload {
+
+using net::Rank;
+
+struct ExecutorOptions {
+  chakra::DependencyKinds dependencies = chakra::DependencyKinds::kBoth;
+  bool roofline = false;        // GPU compute from num_ops and tensor_size
+  double peak_perf_tflops = 0;  // roofline ceiling
+  double local_mem_bw = 0;      // bytes per ns (decimal GB/s): roofline and local memory
+  bool replay_only = false;     // every node takes its recorded duration, nothing is simulated
+  double compute_scale = 1.0;   // multiplies compute times (--compute-scale)
+  double comm_scale = 1.0;      // multiplies communication sizes (--comm-scale)
+  memory::RemoteMemoryConfig memory;
+};
+
+// What one rank did.
+struct RankResult {
+  Rank rank = 0;
+  bool finished = false;
+  SimTime finish;        // when its last node completed
+  SimTime gpu_compute;   // sum of accelerator compute node times
+  SimTime cpu_compute;   // sum of host CPU node times
+  SimTime memory;        // sum of memory node times
+  SimTime comm_active;   // time with at least one communication operation in flight
+  SimTime comm_exposed;  // ... while no compute ran (communication not hidden by compute)
+  uint64_t nodes = 0;
+  uint64_t completed = 0;
+  uint64_t collectives = 0;
+  uint64_t sends = 0;
+  uint64_t recvs = 0;
+  // ASTRA-sim's "exposed communication": finish minus accelerator compute.
+  SimTime astra_exposed_comm() const { return finish - gpu_compute; }
+};
+
+class WorkloadExecutor final : public sys::SystemListener, private EventHandler {
+ public:
+  // `graphs` (one per rank, index = rank) must outlive the executor; `groups` maps a pg_name to a
+  // CollectiveEngine group id ("" is group 0). Registers with `engine`. Build phase.
+  WorkloadExecutor(EventEngine& engine, std::vector<const chakra::TraceGraph*> graphs,
+                   std::map<std::string, uint32_t> groups, ExecutorOptions options);
+  ~WorkloadExecutor() override;
+  WorkloadExecutor(const WorkloadExecutor&) = delete;
+  WorkloadExecutor& operator=(const WorkloadExecutor&) = delete;
+
+  // Connects the system layer. Once, before start().
+  void bind(sys::CollectiveEngine& system) { system_ = &system; }
+  // Issues every rank's first ready nodes at time zero (rank order). Call once, outside events.
+  void start();
+
+  // The first error met while running (a bad attribute, an unknown group, ...), if any.
+  const std::optional<Error>& failure() const { return failure_; }
+  bool all_finished() const { return finished_ranks_ == ranks_.size(); }
+  // After the run: one entry per rank.
+  std::vector<RankResult> results() const;
+  // After a run that did not finish: what each stuck rank waits for, at most `limit` lines.
+  std::vector<std::string> describe_stuck(size_t limit) const;
+
+  // sys::SystemListener
+  void on_collective_done(Rank rank, uint64_t cookie) override;
+  void on_send_done(Rank rank, uint64_t cookie) override;
+  void on_recv_done(Rank rank, uint64_t cookie) override;
+
+ private:
+  enum class Slot : uint8_t { kCpu, kCompute, kComm, kNone };
+  using Waiting =
+      std::priority_queue<std::pair<uint64_t, chakra::NodeIndex>,
+                          std::vector<std::pair<uint64_t, chakra::NodeIndex>>, std::greater<>>;
+
+  struct RankState {
+    const chakra::TraceGraph* graph = nullptr;
+    std::unique_ptr<chakra::DependencyGraph> deps;
+    std::unique_ptr<chakra::DependencyTracker> tracker;
+    bool busy[3] = {false, false, false};
+    Waiting waiting[3];
+    std::vector<uint8_t> issued;  // per node: 0 waiting, 1 in flight, 2 done
+    RankResult result;
+    uint32_t compute_active = 0;
+    uint32_t comm_active = 0;
+    SimTime last_change;
+  };
+
+  void handle_event(const Event& event) override;
+  void pump(Rank rank);
+  Slot slot_of(const RankState& state, chakra::NodeIndex node) const;
+  // Issues `node`; returns false (and records failure_) on an error.
+  bool issue(Rank rank, chakra::NodeIndex node, Slot slot);
+  void complete(Rank rank, chakra::NodeIndex node);
+  void account(RankState& state);
+  void fail(Error error);
+  Expected<SimTime> compute_time(const RankState& state, chakra::NodeIndex node, bool cpu) const;
+  Expected<SimTime> unscaled_compute_time(const RankState& state, chakra::NodeIndex node,
+                                          bool cpu) const;
+  uint64_t scaled_bytes(uint64_t bytes) const;
+
+  EventEngine& engine_;
+  HandlerId id_{};
+  sys::CollectiveEngine* system_ = nullptr;
+  std::vector<RankState> ranks_;
+  std::map<std::string, uint32_t> groups_;
+  ExecutorOptions options_;
+  std::optional<Error> failure_;
+  size_t finished_ranks_ = 0;
+};
+
+}  // namespace orrery::workload
