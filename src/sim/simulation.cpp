@@ -1,0 +1,196 @@
+#include "sim/simulation.h"
+
+#include <map>
+#include <optional>
+
+#include "chakra/trace_file.h"
+#include "chakra/trace_set.h"
+#include "core/event_engine.h"
+#include "core/parallel.h"
+#include "core/units.h"
+#include "memory/remote_memory_config.h"
+#include "network/topology_yaml.h"
+#include "system/system_config.h"
+#include "workload/comm_groups.h"
+
+namespace orrery::sim {
+
+namespace {
+
+using chakra::TraceGraph;
+
+struct LoadedRank {
+  std::optional<Error> error;
+  std::optional<TraceGraph> graph;
+  chakra::ValidationReport report;
+};
+
+}  // namespace
+
+Expected<RunResult> run_simulation(const RunConfig& config,
+                                   const std::function<void(const std::string&)>& warn) {
+  // ---- inputs ----
+  Expected<net::Topology> topology = net::load_topology_file(config.network);
+  if (!topology) return topology.error();
+  const uint32_t rank_count = topology->rank_count();
+
+  Expected<sys::SystemConfig> system = sys::load_system_config(config.system);
+  if (!system) return system.error();
+  for (const std::string& key : system->unknown_keys) {
+    warn(fmt::format("{}: key '{}' is not an ASTRA-sim system key; ignored", config.system, key));
+  }
+
+  memory::RemoteMemoryConfig remote;
+  if (!config.remote_memory.empty()) {
+    Expected<memory::RemoteMemoryConfig> loaded =
+        memory::load_remote_memory_config(config.remote_memory);
+    if (!loaded) return loaded.error();
+    remote = std::move(*loaded);
+  }
+
+  Expected<chakra::TraceFiles> files = chakra::resolve_trace_files(config.workload);
+  if (!files) return files.error();
+  if (files->paths.size() < rank_count) {
+    return Error::make(ErrorKind::kIo,
+                       "{}: the network ({}) has {} ranks but the workload has {} rank file(s); "
+                       "{} is missing",
+                       config.workload, config.network, rank_count, files->paths.size(),
+                       chakra::rank_trace_path(config.workload, files->paths.size()));
+  }
+  if (files->paths.size() > rank_count) {
+    warn(fmt::format(
+        "{}: {} rank files but the network has {} ranks; ranks {} and above are not run",
+        config.workload, files->paths.size(), rank_count, rank_count));
+    files->paths.resize(rank_count);
+  }
+
+  // ---- traces, loaded and validated in parallel ----
+  std::vector<LoadedRank> loaded(rank_count);
+  parallel_for(rank_count, config.threads, [&](size_t rank) {
+    Expected<TraceGraph> graph = chakra::load_trace(files->paths[rank]);
+    if (!graph) {
+      loaded[rank].error = graph.error();
+      return;
+    }
+    loaded[rank].report = chakra::validate_trace(*graph);
+    loaded[rank].graph = std::move(*graph);
+  });
+  size_t repaired_ranks = 0;
+  for (uint32_t rank = 0; rank < rank_count; ++rank) {
+    if (loaded[rank].error) return *loaded[rank].error;
+    const chakra::ValidationReport& report = loaded[rank].report;
+    if (!report.passes(config.mode)) {
+      std::string lines;
+      for (const std::string& line : report.summary_lines(3)) lines += "\n  " + line;
+      return Error::make(
+          ErrorKind::kTrace, "{}: the trace cannot run in {} mode:{}", files->paths[rank],
+          config.mode == chakra::ValidationMode::kStrict ? "strict" : "lenient", lines);
+    }
+    if (!report.diagnostics().empty()) {
+      // One warning per repaired rank is enough to read; identical ranks would repeat it.
+      if (repaired_ranks++ < 3) {
+        std::string lines;
+        for (const std::string& line : report.summary_lines(1)) lines += "\n  " + line;
+        warn(fmt::format("{}: repaired in lenient mode:{}", files->paths[rank], lines));
+      }
+    }
+  }
+  if (repaired_ranks > 3) warn(fmt::format("... and {} more ranks repaired", repaired_ranks - 3));
+
+  // ---- communicator groups ----
+  workload::CommGroups groups(rank_count);
+  if (!config.comm_groups.empty()) {
+    if (Status status = workload::load_comm_group_file(config.comm_groups, groups); !status) {
+      return status.error();
+    }
+  }
+  for (uint32_t rank = 0; rank < rank_count; ++rank) {
+    const TraceGraph& graph = *loaded[rank].graph;
+    for (chakra::NodeIndex node = 0; node < graph.size(); ++node) {
+      if (graph.type(node) != ChakraProtoMsg::METADATA_NODE) continue;
+      const std::string where = fmt::format("{} node {}", graph.source(), graph.id(node));
+      if (Status status =
+              workload::add_groups_from_metadata(graph.inputs_values(node), where, groups);
+          !status) {
+        return status.error();
+      }
+    }
+  }
+
+  // ---- the run ----
+  EventEngine engine;
+  Expected<std::unique_ptr<net::NetworkBackend>> network =
+      net::make_network_backend(config.backend, engine, *topology, config.rounding);
+  if (!network) return network.error();
+
+  std::map<std::string, uint32_t> group_ids;
+  std::vector<std::string> group_names{""};
+  group_ids.emplace("", 0);
+  if (groups.find("0") == &groups.all()) group_ids.emplace("0", 0);
+
+  std::vector<const TraceGraph*> graphs;
+  graphs.reserve(rank_count);
+  for (const LoadedRank& rank : loaded) graphs.push_back(&*rank.graph);
+
+  workload::ExecutorOptions options;
+  options.dependencies = config.dependencies;
+  options.roofline = system->roofline_enabled;
+  options.peak_perf_tflops = system->peak_perf_tflops.value_or(0);
+  options.local_mem_bw = system->local_mem_bw_gbps.value_or(0);
+  options.replay_only = system->replay_only;
+  options.compute_scale = config.compute_scale;
+  options.comm_scale = config.comm_scale;
+  options.memory = remote;
+
+  sys::EngineOptions engine_options;
+  engine_options.injection_scale = config.injection_scale;
+
+  // The executor listens to the collective engine, which needs its groups before the run: build
+  // the group table first, then both.
+  std::vector<std::pair<std::string, std::vector<net::Rank>>> declared;
+  for (const auto& [name, group] : groups.named()) {
+    std::vector<net::Rank> ranks(group.ranks.begin(), group.ranks.end());
+    declared.emplace_back(name, std::move(ranks));
+  }
+  for (size_t idx = 0; idx < declared.size(); ++idx) {
+    group_ids[declared[idx].first] = static_cast<uint32_t>(idx + 1);
+    group_names.push_back(declared[idx].first);
+  }
+  workload::WorkloadExecutor executor(engine, graphs, group_ids, options);
+  Expected<std::unique_ptr<sys::CollectiveEngine>> collectives =
+      sys::CollectiveEngine::create(engine, **network, *system, engine_options, executor);
+  if (!collectives) return collectives.error();
+  for (auto& [name, ranks] : declared) (*collectives)->add_group(std::move(ranks), name);
+  executor.bind(**collectives);
+
+  executor.start();
+  if (!executor.failure() && !(*collectives)->failure()) engine.run();
+  if (executor.failure()) return *executor.failure();
+  if ((*collectives)->failure()) return *(*collectives)->failure();
+  if (!executor.all_finished()) {
+    std::string detail;
+    for (const std::string& line : executor.describe_stuck(8)) detail += "\n  " + line;
+    const std::vector<std::string> pending = (*collectives)->describe_pending(8);
+    for (const std::string& line : pending) detail += "\n  " + line;
+    return Error::make(ErrorKind::kDeadlock,
+                       "the run cannot finish: no event is left at {} ns but ranks still have work "
+                       "(a receive without a send, a collective some member never issues, or a "
+                       "dependency on a node that cannot run):{}",
+                       engine.now().ns_truncated(), detail);
+  }
+
+  RunResult result;
+  result.ranks = rank_count;
+  result.rank_results = executor.results();
+  result.collectives = (*collectives)->records();
+  result.links = (*network)->link_stats();
+  result.collective_group_names = group_names;
+  for (const workload::RankResult& rank : result.rank_results)
+    result.end = std::max(result.end, rank.finish);
+  result.events = engine.events_handled();
+  result.messages = (*collectives)->messages_sent();
+  result.backend = config.backend;
+  return result;
+}
+
+}  // namespace orrery::sim
