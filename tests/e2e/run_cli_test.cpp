@@ -1,0 +1,152 @@
+// `orrery run` as a user runs it: ASTRA-sim's flags unchanged, ASTRA-sim's output lines, the JSON
+// result, byte-identical repeats, and clean failures.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "chakra/trace_builder.h"
+#include "e2e/run_command.h"
+
+namespace orrery {
+namespace {
+
+using test::TempDir;
+
+std::string example(const std::string& file) {
+  return std::string(ORRERY_TEST_DATA_DIR) + "/../../examples/llama_dp2tp2pp2/" + file;
+}
+
+std::vector<std::string> example_flags() {
+  return {"--workload-configuration=" + example("workload"),
+          "--comm-group-configuration=" + example("workload.json"),
+          "--system-configuration=" + example("system.json"),
+          "--network-configuration=" + example("network.yml")};
+}
+
+std::string micro(const std::string& name) {
+  return test::test_data("astra-sim/microbenchmarks/" + name + "/8npus_1MB/" + name);
+}
+
+TEST(RunCli, astra_sim_flags_and_output_lines) {
+  const CommandResult result = run_orrery(
+      {"run", "--workload-configuration=" + micro("all_reduce"),
+       "--system-configuration=" + test::test_data("astra-sim/configs/HGX-H100-validated.json"),
+       "--network-configuration=" + test::test_data("network/HGX-H100-validated.yml"),
+       "--remote-memory-configuration=" +
+           test::test_data("astra-sim/configs/no_memory_expansion.json"),
+       "--network-backend", "congestion-aware"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (int rank = 0; rank < 8; ++rank) {
+    EXPECT_NE(result.out.find(fmt::format(
+                  "sys[{}] finished, 57426 cycles, exposed communication 57426 cycles.", rank)),
+              std::string::npos)
+        << result.out;
+  }
+  EXPECT_NE(result.out.find("simulated time          57,426 ns"), std::string::npos) << result.out;
+}
+
+TEST(RunCli, short_flags_and_json_output) {
+  TempDir dir;
+  std::vector<std::string> args{"run", "-q", "-o", dir.file("r.json")};
+  for (const std::string& flag : example_flags()) args.push_back(flag);
+  const CommandResult result = run_orrery(args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out.find("sys[0]"), std::string::npos) << "--quiet drops the per-rank lines";
+  std::ifstream in(dir.file("r.json"));
+  const auto json = nlohmann::json::parse(in);
+  ASSERT_EQ(json["ranks"].size(), 8u);
+  for (const auto& rank : json["ranks"]) {
+    EXPECT_GT(rank["finish_ns"].get<int64_t>(), 0);
+    EXPECT_LE(rank["exposed_comm_ns"].get<int64_t>(), rank["finish_ns"].get<int64_t>());
+    EXPECT_EQ(rank["finish_ns"].get<int64_t>() - rank["compute_ns"].get<int64_t>(),
+              rank["exposed_comm_ns"].get<int64_t>());
+  }
+  EXPECT_EQ(json["collectives"].size(), 96u);
+  ASSERT_FALSE(json["links"].empty());
+  for (const char* key : {"src", "dst", "bytes", "busy_ns"})
+    EXPECT_TRUE(json["links"][0].contains(key)) << key;
+  EXPECT_EQ(json["summary"]["ranks"], 8);
+}
+
+TEST(RunCli, two_runs_write_byte_identical_json_apart_from_wall_time) {
+  TempDir dir;
+  std::string texts[2];
+  for (int idx = 0; idx < 2; ++idx) {
+    std::vector<std::string> args{"run", "-q", "-b", "congestion-aware", "-o", dir.file("r.json")};
+    for (const std::string& flag : example_flags()) args.push_back(flag);
+    ASSERT_EQ(run_orrery(args).exit_code, 0);
+    std::ifstream in(dir.file("r.json"));
+    auto json = nlohmann::json::parse(in);
+    json["summary"].erase("wall_seconds");
+    texts[idx] = json.dump(1);
+  }
+  EXPECT_EQ(texts[0], texts[1]);
+}
+
+TEST(RunCli, help_lists_the_astra_sim_flags) {
+  const CommandResult result = run_orrery({"run", "--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* flag :
+       {"--workload-configuration", "--system-configuration", "--network-configuration",
+        "--remote-memory-configuration", "--comm-group-configuration", "--compute-scale",
+        "--comm-scale", "--injection-scale", "--network-backend", "--output"}) {
+    EXPECT_NE(result.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+// ---- failures: one message, non-zero exit, never a crash ----
+
+void expect_failure(const CommandResult& result, const std::string& needle) {
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("orrery: error: "), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
+}
+
+TEST(RunCliBadInput, a_missing_rank_file) {
+  TempDir dir;
+  std::ofstream(dir.file("net.yml"))
+      << "topology: [ Ring ]\nnpus_count: [ 16 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n";
+  expect_failure(run_orrery({"run", "-w", micro("all_reduce"), "-s",
+                             test::test_data("astra-sim/configs/Ring_4chunks.json"), "-n",
+                             dir.file("net.yml")}),
+                 "all_reduce.8.et is missing");
+}
+
+TEST(RunCliBadInput, an_unmatched_receive_names_the_stuck_rank_and_node) {
+  TempDir dir;
+  auto recv = test::make_node(11, ChakraProtoMsg::COMM_RECV_NODE);
+  test::add_attr(recv, "comm_src").set_int32_val(1);
+  test::add_attr(recv, "comm_tag").set_int32_val(4);
+  test::add_attr(recv, "comm_size").set_int64_val(1024);
+  test::write_trace(dir.file("w.0.et"), {recv});
+  test::write_trace(dir.file("w.1.et"), {test::comp_node(1)});
+  std::ofstream(dir.file("net.yml"))
+      << "topology: [ Ring ]\nnpus_count: [ 2 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n";
+  const CommandResult result = run_orrery({"run", "-w", dir.file("w"), "-s",
+                                           test::test_data("astra-sim/configs/Ring_4chunks.json"),
+                                           "-n", dir.file("net.yml")});
+  expect_failure(result, "the run cannot finish");
+  EXPECT_NE(result.err.find(
+                "rank 0 node 11: receive of 1024 bytes from rank 1 (tag 4) has no matching send"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.out.find("finished"), std::string::npos) << "no rank may be reported finished";
+}
+
+TEST(RunCliBadInput, an_unknown_backend_is_a_usage_error) {
+  const CommandResult result =
+      run_orrery({"run", "-w", micro("all_reduce"), "-s", "x.json", "-n", "y.yml", "-b", "garnet"});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("garnet"), std::string::npos) << result.err;
+}
+
+TEST(RunCliBadInput, a_missing_system_file) {
+  expect_failure(run_orrery({"run", "-w", micro("all_reduce"), "-s", "/no/such/sys.json", "-n",
+                             test::test_data("network/Ring_8npus.yml")}),
+                 "/no/such/sys.json");
+}
+
+}  // namespace
+}  // namespace orrery
