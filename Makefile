@@ -19,7 +19,10 @@ build: deps $(BUILD)/build.ninja
 
 # The main job on a bundled example.
 run: build
-	./$(BUILD)/orrery trace inspect examples/traces/llama_dp2tp2pp2/workload
+	./$(BUILD)/orrery run -q --workload-configuration=examples/llama_dp2tp2pp2/workload \
+	  --comm-group-configuration=examples/llama_dp2tp2pp2/workload.json \
+	  --system-configuration=examples/llama_dp2tp2pp2/system.json \
+	  --network-configuration=examples/llama_dp2tp2pp2/network.yml
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
