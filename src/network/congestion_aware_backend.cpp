@@ -88,7 +88,8 @@ void CongestionAwareBackend::transmit(uint32_t index, uint32_t slot) {
   // arrives floor(latency + serialization) after it started, each truncated separately.
   const bool astra = rounding_ == TimeRounding::kAstraSim;
   const SimTime busy = astra ? truncate_to_ns(serialization) : serialization;
-  const SimTime arrival = astra ? truncate_to_ns(serialization + dim.latency) : serialization + dim.latency;
+  const SimTime arrival =
+      astra ? truncate_to_ns(serialization + dim.latency) : serialization + dim.latency;
   queue.busy_until = now + busy;
   LinkCounters& counters = links_.counters(slot);
   counters.bytes += bytes;

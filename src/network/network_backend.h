@@ -91,7 +91,9 @@ class NetworkBackend {
 enum class TimeRounding : uint8_t { kExact, kAstraSim };
 
 // `time` truncated to whole nanoseconds (time >= 0).
-inline SimTime truncate_to_ns(SimTime time) { return SimTime::from_ps(time.ps() - time.ps() % 1000); }
+inline SimTime truncate_to_ns(SimTime time) {
+  return SimTime::from_ps(time.ps() - time.ps() % 1000);
+}
 
 // The backend names make_network_backend accepts.
 std::span<const std::string_view> network_backend_names();
