@@ -30,11 +30,13 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
-// A training-like node: compute with FLOPs and bytes and two data parents, every tenth an all-reduce.
+// A training-like node: compute with FLOPs and bytes and two data parents, every tenth an
+// all-reduce.
 void fill_node(uint64_t id, ChakraProtoMsg::Node& node) {
   node.Clear();
   node.set_id(id);
-  node.set_name("layer_" + std::to_string(id % 96) + (id % 10 == 9 ? "_grad_allreduce" : "_matmul"));
+  node.set_name("layer_" + std::to_string(id % 96) +
+                (id % 10 == 9 ? "_grad_allreduce" : "_matmul"));
   if (id > 0) node.add_data_deps(id - 1);
   if (id > 7) node.add_data_deps(id - 7);
   node.set_duration_micros(10 + id % 50);
@@ -118,6 +120,7 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   const char* keep = std::getenv("ORRERY_BENCH_KEEP");
-  if (keep == nullptr || std::string(keep) != "1") std::remove(orrery::chakra::bench_path().c_str());
+  if (keep == nullptr || std::string(keep) != "1")
+    std::remove(orrery::chakra::bench_path().c_str());
   return 0;
 }

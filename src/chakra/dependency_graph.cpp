@@ -28,9 +28,10 @@ DependencyGraph DependencyGraph::build(const TraceGraph& graph, DependencyKinds 
     if (use_ctrl) add(graph.ctrl_deps(node), 1);
     // Sorted by parent, data (0) before control (1): unique keeps the data edge of a pair.
     std::sort(scratch.begin(), scratch.end());
-    scratch.erase(std::unique(scratch.begin(), scratch.end(),
-                              [](const auto& lhs, const auto& rhs) { return lhs.first == rhs.first; }),
-                  scratch.end());
+    scratch.erase(
+        std::unique(scratch.begin(), scratch.end(),
+                    [](const auto& lhs, const auto& rhs) { return lhs.first == rhs.first; }),
+        scratch.end());
     for (const auto& [parent, control] : scratch) {
       result.parents_.push_back(parent);
       is_control.push_back(control);

@@ -2,9 +2,9 @@
 // releases nodes as their parents complete.
 //
 // DependencyGraph turns the parent ids of a TraceGraph into parent counts and sorted child lists,
-// for data dependencies, control dependencies or both. A reference to a node that is not in the file,
-// or to the node itself, has no edge: validation reports such references and lenient mode accepts
-// them; a parent listed twice counts once.
+// for data dependencies, control dependencies or both. A reference to a node that is not in the
+// file, or to the node itself, has no edge: validation reports such references and lenient mode
+// accepts them; a parent listed twice counts once.
 //
 // Data dependencies are hard: a consumer cannot run before its producer. Control dependencies are
 // ordering hints, and converters get them wrong (the PyTorch converter makes a CPU op the control
@@ -37,7 +37,8 @@ class DependencyGraph {
   uint32_t parent_count(NodeIndex node) const { return parent_counts_[node]; }
   // Children of `node`, in ascending id order.
   std::span<const NodeIndex> children(NodeIndex node) const {
-    return {children_.data() + child_offsets_[node], child_offsets_[node + 1] - child_offsets_[node]};
+    return {children_.data() + child_offsets_[node],
+            child_offsets_[node + 1] - child_offsets_[node]};
   }
   // Parents of `node` that are in the file, in ascending index order.
   std::span<const NodeIndex> parents(NodeIndex node) const {

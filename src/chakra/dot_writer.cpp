@@ -22,17 +22,24 @@ std::string escape(std::string_view text) {
 
 std::string_view shape_of(int32_t type) {
   switch (type) {
-    case ChakraProtoMsg::COMP_NODE: return "box";
-    case ChakraProtoMsg::COMM_COLL_NODE: return "hexagon";
-    case ChakraProtoMsg::COMM_SEND_NODE: return "invhouse";
-    case ChakraProtoMsg::COMM_RECV_NODE: return "house";
+    case ChakraProtoMsg::COMP_NODE:
+      return "box";
+    case ChakraProtoMsg::COMM_COLL_NODE:
+      return "hexagon";
+    case ChakraProtoMsg::COMM_SEND_NODE:
+      return "invhouse";
+    case ChakraProtoMsg::COMM_RECV_NODE:
+      return "house";
     case ChakraProtoMsg::MEM_LOAD_NODE:
-    case ChakraProtoMsg::MEM_STORE_NODE: return "cylinder";
-    default: return "ellipse";
+    case ChakraProtoMsg::MEM_STORE_NODE:
+      return "cylinder";
+    default:
+      return "ellipse";
   }
 }
 
-void write_rank(const TraceGraph& graph, size_t rank, const std::string& indent, std::ostream& out) {
+void write_rank(const TraceGraph& graph, size_t rank, const std::string& indent,
+                std::ostream& out) {
   auto vertex = [rank](uint64_t id) { return fmt::format("r{}_n{}", rank, id); };
   bool any_missing = false;
   for (NodeIndex node = 0; node < graph.size(); ++node) {

@@ -32,8 +32,7 @@ Status trace_to_json(const std::string& et_path, std::ostream& out) {
   if (!pbutil::MessageToJsonString(reader->metadata(), &text, options).ok()) {
     return Error::make(ErrorKind::kParse, "{}: the GlobalMetadata has no JSON form", et_path);
   }
-  out << "{\"format\":\"" << kJsonFormat << "\",\n\"global_metadata\":" << text
-      << ",\n\"nodes\":[";
+  out << "{\"format\":\"" << kJsonFormat << "\",\n\"global_metadata\":" << text << ",\n\"nodes\":[";
   ChakraProtoMsg::Node node;
   bool first = true;
   while (true) {

@@ -129,10 +129,11 @@ Expected<bool> RecordReader::next(std::string& record) {
     }
   }
   if (length > kMaxRecordBytes) {
-    return Error::make(ErrorKind::kParse,
-                       "{}: record {} at byte {} claims {} bytes, more than any Chakra record; this "
-                       "is not a Chakra trace",
-                       path_, index, record_offset_, length);
+    return Error::make(
+        ErrorKind::kParse,
+        "{}: record {} at byte {} claims {} bytes, more than any Chakra record; this "
+        "is not a Chakra trace",
+        path_, index, record_offset_, length);
   }
 
   record.resize(length);
@@ -203,8 +204,8 @@ Status RecordWriter::write_raw(const char* data, size_t size) {
     ok = std::fwrite(data, 1, size, file_) == size;
   }
   if (!ok) {
-    return Error::make(ErrorKind::kIo, "{}: write failed after {} bytes: {}", path_,
-                       bytes_written_, std::strerror(errno));
+    return Error::make(ErrorKind::kIo, "{}: write failed after {} bytes: {}", path_, bytes_written_,
+                       std::strerror(errno));
   }
   bytes_written_ += size;
   return Status::ok();

@@ -27,9 +27,9 @@ class RecordReader {
   RecordReader& operator=(RecordReader&&) noexcept;
   ~RecordReader();
 
-  // Reads the next record's bytes into `record` (reusing its capacity). Returns false at a clean end
-  // of file, and an Error naming the file, the record number and its byte offset when the file ends
-  // inside a record or a length is implausible.
+  // Reads the next record's bytes into `record` (reusing its capacity). Returns false at a clean
+  // end of file, and an Error naming the file, the record number and its byte offset when the file
+  // ends inside a record or a length is implausible.
   Expected<bool> next(std::string& record);
 
   const std::string& path() const { return path_; }
@@ -83,7 +83,7 @@ class RecordWriter {
   Status write_raw(const char* data, size_t size);
 
   std::string path_;
-  void* gz_ = nullptr;     // gzFile when compressing
+  void* gz_ = nullptr;         // gzFile when compressing
   std::FILE* file_ = nullptr;  // plain output otherwise
   std::string scratch_;
   uint64_t bytes_written_ = 0;

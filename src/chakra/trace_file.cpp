@@ -54,7 +54,8 @@ Expected<TraceReader> TraceReader::open(const std::string& path) {
 
   Expected<bool> got = reader.records_.next(reader.buffer_);
   if (!got) {
-    if (looks_like_json(path)) return Error(got.error().kind(), got.error().message() + kJsonAdvice);
+    if (looks_like_json(path))
+      return Error(got.error().kind(), got.error().message() + kJsonAdvice);
     return got.error();
   }
   if (!*got) {
@@ -63,10 +64,11 @@ Expected<TraceReader> TraceReader::open(const std::string& path) {
                        path);
   }
   if (!reader.metadata_.ParseFromString(reader.buffer_)) {
-    return Error::make(ErrorKind::kParse,
-                       "{}: record 0 ({} bytes) does not decode as a Chakra GlobalMetadata; this is "
-                       "not a Chakra trace{}",
-                       path, reader.buffer_.size(), looks_like_json(path) ? kJsonAdvice : "");
+    return Error::make(
+        ErrorKind::kParse,
+        "{}: record 0 ({} bytes) does not decode as a Chakra GlobalMetadata; this is "
+        "not a Chakra trace{}",
+        path, reader.buffer_.size(), looks_like_json(path) ? kJsonAdvice : "");
   }
   // An old-schema file starts with a Node: its varint id in field 1 lands in the unknown fields of
   // GlobalMetadata, whose field 1 is a string.
@@ -89,10 +91,9 @@ Expected<bool> TraceReader::next(ChakraProtoMsg::Node& node) {
   if (!got) return got.error();
   if (!*got) return false;
   if (!node.ParseFromString(buffer_)) {
-    return Error::make(ErrorKind::kParse,
-                       "{}: record {} at byte {} ({} bytes) does not decode as a Chakra Node",
-                       records_.path(), records_.record_index(), records_.record_offset(),
-                       buffer_.size());
+    return Error::make(
+        ErrorKind::kParse, "{}: record {} at byte {} ({} bytes) does not decode as a Chakra Node",
+        records_.path(), records_.record_index(), records_.record_offset(), buffer_.size());
   }
   last_unknown_ = has_unknown_fields(node);
   return true;
@@ -108,7 +109,8 @@ Expected<TraceGraph> load_trace(const std::string& path) {
   // the tables are sized once rather than grown by doubling.
   constexpr uint64_t kSample = 4096;
   std::error_code size_error;
-  const uint64_t file_bytes = reader->compressed() ? 0 : std::filesystem::file_size(path, size_error);
+  const uint64_t file_bytes =
+      reader->compressed() ? 0 : std::filesystem::file_size(path, size_error);
   ChakraProtoMsg::Node node;
   while (true) {
     Expected<bool> got = reader->next(node);
@@ -118,7 +120,8 @@ Expected<TraceGraph> load_trace(const std::string& path) {
     if (reader->last_had_unknown_fields()) graph.mark_unknown_fields();
     if (graph.size() == kSample && file_bytes > 0 && !size_error) {
       const uint64_t read = reader->bytes_consumed();
-      const uint64_t estimate = (file_bytes - std::min(file_bytes, read)) * kSample / std::max<uint64_t>(read, 1);
+      const uint64_t estimate =
+          (file_bytes - std::min(file_bytes, read)) * kSample / std::max<uint64_t>(read, 1);
       graph.reserve_like_current(static_cast<size_t>(estimate + estimate / 16));
     }
   }

@@ -22,7 +22,8 @@ inline constexpr const char* kDefaultSchemaVersion = "0.0.4";
 
 class TraceReader {
  public:
-  // Opens `path` and reads its GlobalMetadata. Fails on a missing, empty, old-schema or corrupt file.
+  // Opens `path` and reads its GlobalMetadata. Fails on a missing, empty, old-schema or corrupt
+  // file.
   static Expected<TraceReader> open(const std::string& path);
 
   const ChakraProtoMsg::GlobalMetadata& metadata() const { return metadata_; }

@@ -24,37 +24,68 @@ std::string comm_type_name(int64_t type) {
 
 std::string_view value_case_name(ValueCase value_case) {
   switch (value_case) {
-    case AttributeProto::kDoubleVal: return "double_val";
-    case AttributeProto::kDoubleList: return "double_list";
-    case AttributeProto::kFloatVal: return "float_val";
-    case AttributeProto::kFloatList: return "float_list";
-    case AttributeProto::kInt32Val: return "int32_val";
-    case AttributeProto::kInt32List: return "int32_list";
-    case AttributeProto::kInt64Val: return "int64_val";
-    case AttributeProto::kInt64List: return "int64_list";
-    case AttributeProto::kUint32Val: return "uint32_val";
-    case AttributeProto::kUint32List: return "uint32_list";
-    case AttributeProto::kUint64Val: return "uint64_val";
-    case AttributeProto::kUint64List: return "uint64_list";
-    case AttributeProto::kSint32Val: return "sint32_val";
-    case AttributeProto::kSint32List: return "sint32_list";
-    case AttributeProto::kSint64Val: return "sint64_val";
-    case AttributeProto::kSint64List: return "sint64_list";
-    case AttributeProto::kFixed32Val: return "fixed32_val";
-    case AttributeProto::kFixed32List: return "fixed32_list";
-    case AttributeProto::kFixed64Val: return "fixed64_val";
-    case AttributeProto::kFixed64List: return "fixed64_list";
-    case AttributeProto::kSfixed32Val: return "sfixed32_val";
-    case AttributeProto::kSfixed32List: return "sfixed32_list";
-    case AttributeProto::kSfixed64Val: return "sfixed64_val";
-    case AttributeProto::kSfixed64List: return "sfixed64_list";
-    case AttributeProto::kBoolVal: return "bool_val";
-    case AttributeProto::kBoolList: return "bool_list";
-    case AttributeProto::kStringVal: return "string_val";
-    case AttributeProto::kStringList: return "string_list";
-    case AttributeProto::kBytesVal: return "bytes_val";
-    case AttributeProto::kBytesList: return "bytes_list";
-    case AttributeProto::VALUE_NOT_SET: return "no value";
+    case AttributeProto::kDoubleVal:
+      return "double_val";
+    case AttributeProto::kDoubleList:
+      return "double_list";
+    case AttributeProto::kFloatVal:
+      return "float_val";
+    case AttributeProto::kFloatList:
+      return "float_list";
+    case AttributeProto::kInt32Val:
+      return "int32_val";
+    case AttributeProto::kInt32List:
+      return "int32_list";
+    case AttributeProto::kInt64Val:
+      return "int64_val";
+    case AttributeProto::kInt64List:
+      return "int64_list";
+    case AttributeProto::kUint32Val:
+      return "uint32_val";
+    case AttributeProto::kUint32List:
+      return "uint32_list";
+    case AttributeProto::kUint64Val:
+      return "uint64_val";
+    case AttributeProto::kUint64List:
+      return "uint64_list";
+    case AttributeProto::kSint32Val:
+      return "sint32_val";
+    case AttributeProto::kSint32List:
+      return "sint32_list";
+    case AttributeProto::kSint64Val:
+      return "sint64_val";
+    case AttributeProto::kSint64List:
+      return "sint64_list";
+    case AttributeProto::kFixed32Val:
+      return "fixed32_val";
+    case AttributeProto::kFixed32List:
+      return "fixed32_list";
+    case AttributeProto::kFixed64Val:
+      return "fixed64_val";
+    case AttributeProto::kFixed64List:
+      return "fixed64_list";
+    case AttributeProto::kSfixed32Val:
+      return "sfixed32_val";
+    case AttributeProto::kSfixed32List:
+      return "sfixed32_list";
+    case AttributeProto::kSfixed64Val:
+      return "sfixed64_val";
+    case AttributeProto::kSfixed64List:
+      return "sfixed64_list";
+    case AttributeProto::kBoolVal:
+      return "bool_val";
+    case AttributeProto::kBoolList:
+      return "bool_list";
+    case AttributeProto::kStringVal:
+      return "string_val";
+    case AttributeProto::kStringList:
+      return "string_list";
+    case AttributeProto::kBytesVal:
+      return "bytes_val";
+    case AttributeProto::kBytesList:
+      return "bytes_list";
+    case AttributeProto::VALUE_NOT_SET:
+      return "no value";
   }
   return "unknown member";
 }
@@ -101,8 +132,7 @@ bool is_integer_list(ValueCase value_case) {
 }
 
 template <typename List, typename Pool>
-void append_list(const List& list, Pool& pool, std::vector<ListRef>& lists,
-                 Attribute& attribute) {
+void append_list(const List& list, Pool& pool, std::vector<ListRef>& lists, Attribute& attribute) {
   attribute.list = static_cast<uint32_t>(lists.size());
   lists.push_back({pool.size(), static_cast<uint32_t>(list.values_size())});
   for (auto value : list.values()) pool.push_back(static_cast<typename Pool::value_type>(value));
@@ -110,7 +140,8 @@ void append_list(const List& list, Pool& pool, std::vector<ListRef>& lists,
 
 }  // namespace
 
-// ---- StringTable ---------------------------------------------------------------------------------
+// ---- StringTable
+// ---------------------------------------------------------------------------------
 
 StringId StringTable::intern(std::string_view text) {
   if (auto found = index_.find(text); found != index_.end()) return found->second;
@@ -163,9 +194,9 @@ void TraceGraph::add_node(const ChakraProtoMsg::Node& node) {
   record.type = static_cast<int32_t>(node.type());
   if (!node.inputs().values().empty() || !node.outputs().values().empty()) {
     record.io = static_cast<uint32_t>(io_.size());
-    io_.push_back({node.inputs().values().empty() ? kNoString : store_string(node.inputs().values()),
-                   node.outputs().values().empty() ? kNoString
-                                                   : store_string(node.outputs().values())});
+    io_.push_back(
+        {node.inputs().values().empty() ? kNoString : store_string(node.inputs().values()),
+         node.outputs().values().empty() ? kNoString : store_string(node.outputs().values())});
   }
   nodes_.push_back(record);
 
@@ -179,34 +210,90 @@ void TraceGraph::add_node(const ChakraProtoMsg::Node& node) {
     attribute.name = store_string(proto.name());
     attribute.value_case = proto.value_case();
     switch (proto.value_case()) {
-      case AttributeProto::kDoubleVal: attribute.d = proto.double_val(); break;
-      case AttributeProto::kFloatVal: attribute.d = static_cast<double>(proto.float_val()); break;
-      case AttributeProto::kInt32Val: attribute.i = proto.int32_val(); break;
-      case AttributeProto::kInt64Val: attribute.i = proto.int64_val(); break;
-      case AttributeProto::kUint32Val: attribute.u = proto.uint32_val(); break;
-      case AttributeProto::kUint64Val: attribute.u = proto.uint64_val(); break;
-      case AttributeProto::kSint32Val: attribute.i = proto.sint32_val(); break;
-      case AttributeProto::kSint64Val: attribute.i = proto.sint64_val(); break;
-      case AttributeProto::kFixed32Val: attribute.u = proto.fixed32_val(); break;
-      case AttributeProto::kFixed64Val: attribute.u = proto.fixed64_val(); break;
-      case AttributeProto::kSfixed32Val: attribute.i = proto.sfixed32_val(); break;
-      case AttributeProto::kSfixed64Val: attribute.i = proto.sfixed64_val(); break;
-      case AttributeProto::kBoolVal: attribute.i = proto.bool_val() ? 1 : 0; break;
-      case AttributeProto::kStringVal: attribute.str = store_string(proto.string_val()); break;
-      case AttributeProto::kBytesVal: attribute.str = store_string(proto.bytes_val()); break;
-      case AttributeProto::kDoubleList: append_list(proto.double_list(), double_pool_, lists_, attribute); break;
-      case AttributeProto::kFloatList: append_list(proto.float_list(), double_pool_, lists_, attribute); break;
-      case AttributeProto::kInt32List: append_list(proto.int32_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kInt64List: append_list(proto.int64_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kUint32List: append_list(proto.uint32_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kUint64List: append_list(proto.uint64_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kSint32List: append_list(proto.sint32_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kSint64List: append_list(proto.sint64_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kFixed32List: append_list(proto.fixed32_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kFixed64List: append_list(proto.fixed64_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kSfixed32List: append_list(proto.sfixed32_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kSfixed64List: append_list(proto.sfixed64_list(), int_pool_, lists_, attribute); break;
-      case AttributeProto::kBoolList: append_list(proto.bool_list(), int_pool_, lists_, attribute); break;
+      case AttributeProto::kDoubleVal:
+        attribute.d = proto.double_val();
+        break;
+      case AttributeProto::kFloatVal:
+        attribute.d = static_cast<double>(proto.float_val());
+        break;
+      case AttributeProto::kInt32Val:
+        attribute.i = proto.int32_val();
+        break;
+      case AttributeProto::kInt64Val:
+        attribute.i = proto.int64_val();
+        break;
+      case AttributeProto::kUint32Val:
+        attribute.u = proto.uint32_val();
+        break;
+      case AttributeProto::kUint64Val:
+        attribute.u = proto.uint64_val();
+        break;
+      case AttributeProto::kSint32Val:
+        attribute.i = proto.sint32_val();
+        break;
+      case AttributeProto::kSint64Val:
+        attribute.i = proto.sint64_val();
+        break;
+      case AttributeProto::kFixed32Val:
+        attribute.u = proto.fixed32_val();
+        break;
+      case AttributeProto::kFixed64Val:
+        attribute.u = proto.fixed64_val();
+        break;
+      case AttributeProto::kSfixed32Val:
+        attribute.i = proto.sfixed32_val();
+        break;
+      case AttributeProto::kSfixed64Val:
+        attribute.i = proto.sfixed64_val();
+        break;
+      case AttributeProto::kBoolVal:
+        attribute.i = proto.bool_val() ? 1 : 0;
+        break;
+      case AttributeProto::kStringVal:
+        attribute.str = store_string(proto.string_val());
+        break;
+      case AttributeProto::kBytesVal:
+        attribute.str = store_string(proto.bytes_val());
+        break;
+      case AttributeProto::kDoubleList:
+        append_list(proto.double_list(), double_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kFloatList:
+        append_list(proto.float_list(), double_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kInt32List:
+        append_list(proto.int32_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kInt64List:
+        append_list(proto.int64_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kUint32List:
+        append_list(proto.uint32_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kUint64List:
+        append_list(proto.uint64_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kSint32List:
+        append_list(proto.sint32_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kSint64List:
+        append_list(proto.sint64_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kFixed32List:
+        append_list(proto.fixed32_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kFixed64List:
+        append_list(proto.fixed64_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kSfixed32List:
+        append_list(proto.sfixed32_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kSfixed64List:
+        append_list(proto.sfixed64_list(), int_pool_, lists_, attribute);
+        break;
+      case AttributeProto::kBoolList:
+        append_list(proto.bool_list(), int_pool_, lists_, attribute);
+        break;
       case AttributeProto::kStringList:
       case AttributeProto::kBytesList: {
         const auto& values = proto.value_case() == AttributeProto::kStringList
@@ -217,7 +304,8 @@ void TraceGraph::add_node(const ChakraProtoMsg::Node& node) {
         for (const std::string& value : values) string_pool_.push_back(store_string(value));
         break;
       }
-      case AttributeProto::VALUE_NOT_SET: break;
+      case AttributeProto::VALUE_NOT_SET:
+        break;
     }
     attrs_.push_back(attribute);
   }
@@ -270,12 +358,14 @@ std::string_view TraceGraph::outputs_values(NodeIndex node) const {
 
 std::optional<NodeIndex> TraceGraph::find(uint64_t id) const {
   if (ids_sorted_) {
-    auto found = std::lower_bound(nodes_.begin(), nodes_.end(), id,
-                                  [](const NodeRecord& record, uint64_t key) { return record.id < key; });
+    auto found =
+        std::lower_bound(nodes_.begin(), nodes_.end(), id,
+                         [](const NodeRecord& record, uint64_t key) { return record.id < key; });
     if (found == nodes_.end() || found->id != id) return std::nullopt;
     return static_cast<NodeIndex>(found - nodes_.begin());
   }
-  auto found = std::lower_bound(id_index_.begin(), id_index_.end(), std::make_pair(id, NodeIndex{0}));
+  auto found =
+      std::lower_bound(id_index_.begin(), id_index_.end(), std::make_pair(id, NodeIndex{0}));
   if (found == id_index_.end() || found->first != id) return std::nullopt;
   return found->second;
 }
@@ -354,8 +444,7 @@ Expected<std::optional<uint64_t>> TraceGraph::get_uint(NodeIndex node,
   return std::optional<uint64_t>(static_cast<uint64_t>(*value));
 }
 
-Expected<bool> TraceGraph::get_bool_or(NodeIndex node, std::string_view name,
-                                       bool fallback) const {
+Expected<bool> TraceGraph::get_bool_or(NodeIndex node, std::string_view name, bool fallback) const {
   const Attribute* attribute = find_attribute(node, name);
   if (attribute == nullptr) return fallback;
   if (is_unsigned_scalar(attribute->value_case)) return attribute->u != 0;
@@ -420,8 +509,8 @@ size_t TraceGraph::memory_bytes() const {
              sizeof(uint32_t) +
          (data_deps_.capacity() + ctrl_deps_.capacity()) * sizeof(uint64_t) +
          attrs_.capacity() * sizeof(Attribute) + lists_.capacity() * sizeof(ListRef) +
-         int_pool_.capacity() * sizeof(int64_t) +
-         double_pool_.capacity() * sizeof(double) + string_pool_.capacity() * sizeof(StringId) +
+         int_pool_.capacity() * sizeof(int64_t) + double_pool_.capacity() * sizeof(double) +
+         string_pool_.capacity() * sizeof(StringId) +
          id_index_.capacity() * sizeof(std::pair<uint64_t, NodeIndex>) + strings_.memory_bytes();
 }
 

@@ -45,7 +45,8 @@ Expected<TraceFiles> resolve_rank_files(const std::string& target,
       const auto match = std::find(suffixes.begin(), suffixes.end(), suffix);
       if (match == suffixes.end()) continue;
       const auto preference = static_cast<size_t>(match - suffixes.begin());
-      auto [slot, inserted] = ranks.emplace(rank, std::make_pair(preference, entry.path().string()));
+      auto [slot, inserted] =
+          ranks.emplace(rank, std::make_pair(preference, entry.path().string()));
       if (!inserted && preference < slot->second.first) {
         slot->second = {preference, entry.path().string()};
       }
@@ -53,8 +54,8 @@ Expected<TraceFiles> resolve_rank_files(const std::string& target,
   }
   if (ranks.empty()) {
     return Error::make(ErrorKind::kIo,
-                       "{}: no such file, and no rank files {}.0{}, {}.1{}, ... beside it",
-                       target, target, suffixes.front(), target, suffixes.front());
+                       "{}: no such file, and no rank files {}.0{}, {}.1{}, ... beside it", target,
+                       target, suffixes.front(), target, suffixes.front());
   }
   TraceFiles files;
   files.from_prefix = true;

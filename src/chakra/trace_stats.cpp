@@ -87,7 +87,8 @@ TraceStats compute_trace_stats(const TraceGraph& graph) {
     const NodeIndex node = tracker.pop_ready();
     if (width.size() <= level[node]) width.resize(level[node] + 1, 0);
     ++width[level[node]];
-    for (NodeIndex child : deps.children(node)) level[child] = std::max(level[child], level[node] + 1);
+    for (NodeIndex child : deps.children(node))
+      level[child] = std::max(level[child], level[node] + 1);
     tracker.complete(node);
   }
   stats.depth = width.size();
@@ -127,7 +128,8 @@ std::string format_trace_stats(const TraceStats& stats) {
   };
   line("ranks", format_count(stats.ranks));
   line("nodes", format_count(stats.nodes));
-  for (const auto& [name, count] : stats.by_type) line(fmt::format("  {}", name), format_count(count));
+  for (const auto& [name, count] : stats.by_type)
+    line(fmt::format("  {}", name), format_count(count));
   if (!stats.collectives.empty()) {
     out += "  collectives\n";
     for (const auto& [name, coll] : stats.collectives) {
@@ -137,14 +139,18 @@ std::string format_trace_stats(const TraceStats& stats) {
     }
   }
   if (stats.sends.count + stats.recvs.count > 0) {
-    line("sends", fmt::format("{} x, {}", format_count(stats.sends.count), format_bytes(stats.sends.bytes)));
-    line("receives", fmt::format("{} x, {}", format_count(stats.recvs.count), format_bytes(stats.recvs.bytes)));
+    line("sends",
+         fmt::format("{} x, {}", format_count(stats.sends.count), format_bytes(stats.sends.bytes)));
+    line("receives",
+         fmt::format("{} x, {}", format_count(stats.recvs.count), format_bytes(stats.recvs.bytes)));
   }
   line("host CPU ops", format_count(stats.cpu_ops));
   line("FLOPs (num_ops)", format_count(stats.flops));
-  line("tensor bytes", fmt::format("{} ({} B)", format_bytes(stats.tensor_bytes), format_count(stats.tensor_bytes)));
+  line("tensor bytes", fmt::format("{} ({} B)", format_bytes(stats.tensor_bytes),
+                                   format_count(stats.tensor_bytes)));
   line("recorded duration", fmt::format("{} us", format_count(stats.duration_micros)));
-  line("edges", fmt::format("{} data, {} control", format_count(stats.data_edges), format_count(stats.ctrl_edges)));
+  line("edges", fmt::format("{} data, {} control", format_count(stats.data_edges),
+                            format_count(stats.ctrl_edges)));
   line("dependency depth", format_count(stats.depth));
   line("widest level", format_count(stats.widest_level));
   if (stats.unreachable > 0) line("never ready (cycle)", format_count(stats.unreachable));

@@ -131,9 +131,9 @@ void check_node_type(const TraceGraph& graph, NodeIndex node, ValidationReport& 
       if (!value) return;  // reported by check_attributes
       if (*value < 0 || *value > INT32_MAX ||
           !ChakraProtoMsg::CollectiveCommType_IsValid(static_cast<int>(*value))) {
-        report.add(Check::kUnknownCommType, id,
-                   fmt::format("node {}: comm_type {} is not a CollectiveCommType (0 to 9)", id,
-                               *value));
+        report.add(
+            Check::kUnknownCommType, id,
+            fmt::format("node {}: comm_type {} is not a CollectiveCommType (0 to 9)", id, *value));
         return;
       }
       if (*value != ChakraProtoMsg::BARRIER) require(graph, node, "comm_size", report);

@@ -36,8 +36,9 @@ struct RankResult {
 };
 
 // Loads and validates every rank (in parallel); `per_rank` adds its own work on the loaded graph.
-std::vector<RankResult> for_each_rank(const chakra::TraceFiles& files,
-                                      const std::function<void(const TraceGraph&, RankResult&)>& per_rank) {
+std::vector<RankResult> for_each_rank(
+    const chakra::TraceFiles& files,
+    const std::function<void(const TraceGraph&, RankResult&)>& per_rank) {
   std::vector<RankResult> results(files.paths.size());
   parallel_for(files.paths.size(), 0, [&](size_t rank) {
     Expected<TraceGraph> graph = chakra::load_trace(files.paths[rank]);
@@ -101,8 +102,9 @@ int run_inspect(const InspectOptions& options) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{}{}\n", options.target,
-                           files->from_prefix ? fmt::format(" ({} rank files)", results.size()) : "");
+  std::cout << fmt::format(
+      "{}{}\n", options.target,
+      files->from_prefix ? fmt::format(" ({} rank files)", results.size()) : "");
   std::cout << chakra::format_trace_stats(total);
   if (repairable + fatal > 0) {
     std::cout << fmt::format("  {:<22}{} repairable, {} fatal (details: orrery trace validate)\n",
@@ -145,7 +147,8 @@ int run_validate(const ValidateOptions& options) {
       file["counts"] = nlohmann::json::object();
       for (size_t check = 0; check < chakra::kCheckCount; ++check) {
         const auto which = static_cast<chakra::Check>(check);
-        if (report.count(which) > 0) file["counts"][std::string(chakra::check_name(which))] = report.count(which);
+        if (report.count(which) > 0)
+          file["counts"][std::string(chakra::check_name(which))] = report.count(which);
       }
       file["diagnostics"] = nlohmann::json::array();
       for (const chakra::Diagnostic& diagnostic : report.diagnostics()) {
@@ -167,20 +170,25 @@ int run_validate(const ValidateOptions& options) {
     if (report.diagnostics().empty()) {
       verdict = "valid";
     } else if (passes) {
-      verdict = fmt::format("runs in lenient mode after repairs ({} findings); strict mode rejects it",
-                            format_count(report.diagnostics().size()));
+      verdict =
+          fmt::format("runs in lenient mode after repairs ({} findings); strict mode rejects it",
+                      format_count(report.diagnostics().size()));
     } else {
-      verdict = fmt::format("invalid in {} mode ({} fatal, {} repairable)", mode_name(mode),
-                            format_count(report.fatal_count()), format_count(report.repairable_count()));
+      verdict =
+          fmt::format("invalid in {} mode ({} fatal, {} repairable)", mode_name(mode),
+                      format_count(report.fatal_count()), format_count(report.repairable_count()));
     }
-    std::cout << fmt::format("{}: {} nodes: {}\n", files->paths[rank], format_count(results[rank].nodes), verdict);
+    std::cout << fmt::format("{}: {} nodes: {}\n", files->paths[rank],
+                             format_count(results[rank].nodes), verdict);
     if (options.all) {
       for (const chakra::Diagnostic& diagnostic : report.diagnostics()) {
-        std::cout << fmt::format("  {}: {}\n", chakra::is_repairable(diagnostic.check) ? "warning" : "error",
+        std::cout << fmt::format("  {}: {}\n",
+                                 chakra::is_repairable(diagnostic.check) ? "warning" : "error",
                                  diagnostic.message);
       }
     } else {
-      for (const std::string& line : report.summary_lines(options.examples)) std::cout << "  " << line << "\n";
+      for (const std::string& line : report.summary_lines(options.examples))
+        std::cout << "  " << line << "\n";
     }
   }
   if (results.size() > 1) {
@@ -191,7 +199,8 @@ int run_validate(const ValidateOptions& options) {
   return all_pass ? 0 : 1;
 }
 
-// ---- to-json / from-json -------------------------------------------------------------------------
+// ---- to-json / from-json
+// -------------------------------------------------------------------------
 
 struct ConvertOptions {
   std::string target;
@@ -225,7 +234,8 @@ int run_to_json(const ConvertOptions& options) {
       errors[rank] = Error::make(ErrorKind::kIo, "{}: cannot create", path);
       return;
     }
-    if (Status status = chakra::trace_to_json(files->paths[rank], out); !status) errors[rank] = status.error();
+    if (Status status = chakra::trace_to_json(files->paths[rank], out); !status)
+      errors[rank] = status.error();
   });
   for (const auto& error : errors) {
     if (error) return report_error(*error);
@@ -234,7 +244,8 @@ int run_to_json(const ConvertOptions& options) {
 }
 
 int run_from_json(const ConvertOptions& options) {
-  Expected<chakra::TraceFiles> files = chakra::resolve_rank_files(options.target, {".json", ".json.gz"});
+  Expected<chakra::TraceFiles> files =
+      chakra::resolve_rank_files(options.target, {".json", ".json.gz"});
   if (!files) return report_error(files.error());
   if (!files->from_prefix) {
     Status status = chakra::json_to_trace(files->paths.front(), options.output);
@@ -242,7 +253,8 @@ int run_from_json(const ConvertOptions& options) {
   }
   std::vector<std::optional<Error>> errors(files->paths.size());
   parallel_for(files->paths.size(), 0, [&](size_t rank) {
-    Status status = chakra::json_to_trace(files->paths[rank], chakra::rank_trace_path(options.output, rank));
+    Status status =
+        chakra::json_to_trace(files->paths[rank], chakra::rank_trace_path(options.output, rank));
     if (!status) errors[rank] = status.error();
   });
   for (const auto& error : errors) {
@@ -289,9 +301,11 @@ void add_trace_command(CLI::App& app, int& exit_code) {
     CLI::App* cmd = trace->add_subcommand(
         "inspect",
         "Summarize a trace: nodes by type, collectives with bytes, FLOPs, tensor bytes, dependency "
-        "depth and width\n  e.g. orrery trace inspect workload (workload.0.et, workload.1.et, ...)");
+        "depth and width\n  e.g. orrery trace inspect workload (workload.0.et, workload.1.et, "
+        "...)");
     cmd->add_option("trace", options->target, kTargetHelp)->required();
-    cmd->add_flag("--json", options->json, "print one JSON object (totals over ranks, and per_rank)");
+    cmd->add_flag("--json", options->json,
+                  "print one JSON object (totals over ranks, and per_rank)");
     cmd->callback([options, &exit_code] { exit_code = run_inspect(*options); });
   }
   {

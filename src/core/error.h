@@ -52,7 +52,7 @@ class Error {
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : storage_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Expected(T value) : storage_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Expected(Error error) : storage_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   explicit operator bool() const { return std::holds_alternative<T>(storage_); }
@@ -88,7 +88,8 @@ class [[nodiscard]] Expected {
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
+  Status(Error error)
+      : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
 
   static Status ok() { return Status(); }
   explicit operator bool() const { return ok_; }

@@ -23,7 +23,8 @@ Expected<JsonConfig> JsonConfig::parse(const std::string& path, std::string text
   } catch (const nlohmann::json::parse_error& error) {
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
     std::string message = error.what();
-    if (const size_t at = message.find("parse error"); at != std::string::npos) message = message.substr(at);
+    if (const size_t at = message.find("parse error"); at != std::string::npos)
+      message = message.substr(at);
     return Error::make(ErrorKind::kParse, "{}: {}", path, message);
   }
   return config;
@@ -33,7 +34,8 @@ int JsonConfig::line_of(std::string_view key) const {
   const std::string quoted = fmt::format("\"{}\"", key);
   const size_t at = text_.find(quoted);
   if (at == std::string::npos) return 0;
-  return 1 + static_cast<int>(std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  return 1 + static_cast<int>(
+                 std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
 }
 
 std::string JsonConfig::where(std::string_view key) const {
@@ -59,7 +61,9 @@ Expected<std::optional<int64_t>> JsonConfig::get_int(std::string_view key, int64
   int64_t number = 0;
   if (value.is_number_integer()) {
     number = value.get<int64_t>();
-  } else if (value.is_number_float() && value.get<double>() == static_cast<double>(static_cast<int64_t>(value.get<double>()))) {
+  } else if (value.is_number_float() &&
+             value.get<double>() ==
+                 static_cast<double>(static_cast<int64_t>(value.get<double>()))) {
     number = static_cast<int64_t>(value.get<double>());
   } else {
     return error(key, fmt::format("expected an integer, found {}", json_excerpt(value)));
@@ -79,7 +83,8 @@ Expected<std::optional<double>> JsonConfig::get_number(std::string_view key,
   }
   const double number = value.get<double>();
   if (!(number > min_exclusive)) {
-    return error(key, fmt::format("expected a number above {}, found {}", min_exclusive, json_excerpt(value)));
+    return error(key, fmt::format("expected a number above {}, found {}", min_exclusive,
+                                  json_excerpt(value)));
   }
   return std::optional<double>(number);
 }
@@ -103,7 +108,8 @@ Expected<std::optional<std::vector<std::string>>> JsonConfig::get_string_list(
   std::vector<std::string> items;
   for (const nlohmann::json& item : value) {
     if (!item.is_string()) {
-      return error(key, fmt::format("expected a list of strings, found the item {}", json_excerpt(item)));
+      return error(
+          key, fmt::format("expected a list of strings, found the item {}", json_excerpt(item)));
     }
     items.push_back(item.get<std::string>());
   }

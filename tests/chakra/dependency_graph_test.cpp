@@ -18,7 +18,8 @@ std::vector<uint64_t> ids(const TraceGraph& graph, const std::vector<NodeIndex>&
   return out;
 }
 
-std::vector<uint64_t> child_ids(const TraceGraph& graph, const DependencyGraph& deps, NodeIndex node) {
+std::vector<uint64_t> child_ids(const TraceGraph& graph, const DependencyGraph& deps,
+                                NodeIndex node) {
   const auto children = deps.children(node);
   return ids(graph, std::vector<NodeIndex>(children.begin(), children.end()));
 }
@@ -36,10 +37,10 @@ TEST(DependencyTracker, ready_nodes_leave_in_ascending_id_order) {
 
 TEST(DependencyTracker, a_child_waits_for_its_last_parent) {
   // 1 -> 3 (data), 2 -> 3 (control), 3 -> 4
-  const TraceGraph graph = build_graph({make_node(1, ChakraProtoMsg::COMP_NODE),
-                                        make_node(2, ChakraProtoMsg::COMP_NODE),
-                                        make_node(3, ChakraProtoMsg::COMP_NODE, {1}, {2}),
-                                        make_node(4, ChakraProtoMsg::COMP_NODE, {3})});
+  const TraceGraph graph =
+      build_graph({make_node(1, ChakraProtoMsg::COMP_NODE), make_node(2, ChakraProtoMsg::COMP_NODE),
+                   make_node(3, ChakraProtoMsg::COMP_NODE, {1}, {2}),
+                   make_node(4, ChakraProtoMsg::COMP_NODE, {3})});
   const DependencyGraph deps = DependencyGraph::build(graph, DependencyKinds::kBoth);
   DependencyTracker tracker(graph, deps);
   const NodeIndex first = tracker.pop_ready();
@@ -55,8 +56,8 @@ TEST(DependencyTracker, a_child_waits_for_its_last_parent) {
 }
 
 TEST(DependencyGraph, kinds_select_data_or_control_edges) {
-  const TraceGraph graph = build_graph({make_node(1, ChakraProtoMsg::COMP_NODE),
-                                        make_node(2, ChakraProtoMsg::COMP_NODE, {}, {1})});
+  const TraceGraph graph = build_graph(
+      {make_node(1, ChakraProtoMsg::COMP_NODE), make_node(2, ChakraProtoMsg::COMP_NODE, {}, {1})});
   EXPECT_EQ(DependencyGraph::build(graph, DependencyKinds::kData).edge_count(), 0u);
   EXPECT_EQ(DependencyGraph::build(graph, DependencyKinds::kControl).edge_count(), 1u);
   EXPECT_EQ(DependencyGraph::build(graph, DependencyKinds::kBoth).edge_count(), 1u);

@@ -25,7 +25,8 @@ void write_raw(const std::string& path, const std::string& text) {
   out << text;
 }
 
-std::vector<ChakraProtoMsg::Node> read_nodes(const std::string& path, ChakraProtoMsg::GlobalMetadata* metadata) {
+std::vector<ChakraProtoMsg::Node> read_nodes(const std::string& path,
+                                             ChakraProtoMsg::GlobalMetadata* metadata) {
   auto reader = TraceReader::open(path);
   EXPECT_TRUE(reader) << reader.error().message();
   if (metadata != nullptr) *metadata = reader->metadata();
@@ -103,10 +104,13 @@ TEST(JsonCodec, gz_output_names_write_compressed_traces) {
 
 TEST(JsonCodec, a_syntax_error_names_line_and_column) {
   TempDir dir;
-  write_raw(dir.file("bad.json"), "{\"format\":\"chakra-et-json/1\",\n\"global_metadata\":{},\n\"nodes\":[{\"id\": oops}]}");
+  write_raw(
+      dir.file("bad.json"),
+      "{\"format\":\"chakra-et-json/1\",\n\"global_metadata\":{},\n\"nodes\":[{\"id\": oops}]}");
   Status status = json_to_trace(dir.file("bad.json"), dir.file("out.et"));
   ASSERT_FALSE(status);
-  EXPECT_NE(status.error().message().find("line 3, column"), std::string::npos) << status.error().message();
+  EXPECT_NE(status.error().message().find("line 3, column"), std::string::npos)
+      << status.error().message();
 }
 
 TEST(JsonCodec, a_node_that_does_not_convert_is_named_by_index) {
@@ -116,7 +120,8 @@ TEST(JsonCodec, a_node_that_does_not_convert_is_named_by_index) {
             "\"nodes\":[{\"id\":\"1\"},{\"id\":\"2\",\"colour\":\"red\"}]}");
   Status status = json_to_trace(dir.file("bad.json"), dir.file("out.et"));
   ASSERT_FALSE(status);
-  EXPECT_NE(status.error().message().find("nodes[1]"), std::string::npos) << status.error().message();
+  EXPECT_NE(status.error().message().find("nodes[1]"), std::string::npos)
+      << status.error().message();
   EXPECT_NE(status.error().message().find("colour"), std::string::npos) << status.error().message();
 }
 

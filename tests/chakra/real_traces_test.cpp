@@ -32,7 +32,9 @@ std::vector<std::string> traces_under(const std::string& root) {
   return paths;
 }
 
-bool is_feeder(const std::string& path) { return path.find("feeder_tests_chakra") != std::string::npos; }
+bool is_feeder(const std::string& path) {
+  return path.find("feeder_tests_chakra") != std::string::npos;
+}
 
 void check_trace(const std::string& path) {
   SCOPED_TRACE(path);
@@ -64,13 +66,15 @@ void check_trace(const std::string& path) {
   auto before = TraceReader::open(path);
   auto after = TraceReader::open(dir.file("t.et"));
   ASSERT_TRUE(before && after);
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(before->metadata(), after->metadata()));
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(before->metadata(), after->metadata()));
   ChakraProtoMsg::Node lhs;
   ChakraProtoMsg::Node rhs;
   size_t nodes = 0;
   while (*before->next(lhs)) {
     ASSERT_TRUE(*after->next(rhs));
-    ASSERT_TRUE(google::protobuf::util::MessageDifferencer::Equals(lhs, rhs)) << "node " << lhs.id();
+    ASSERT_TRUE(google::protobuf::util::MessageDifferencer::Equals(lhs, rhs))
+        << "node " << lhs.id();
     ++nodes;
   }
   EXPECT_FALSE(*after->next(rhs));
@@ -111,10 +115,11 @@ TEST(RealTraces, microbenchmark_collectives_carry_their_type_and_size) {
     const char* folder;
     const char* name;
   };
-  for (const Case& c : {Case{"all_reduce", "ALL_REDUCE"}, Case{"all_gather", "ALL_GATHER"},
-                        Case{"reduce_scatter", "REDUCE_SCATTER"}, Case{"all_to_all", "ALL_TO_ALL"}}) {
-    const std::string prefix =
-        test::test_data(std::string("astra-sim/microbenchmarks/") + c.folder + "/8npus_1MB/" + c.folder);
+  for (const Case& c :
+       {Case{"all_reduce", "ALL_REDUCE"}, Case{"all_gather", "ALL_GATHER"},
+        Case{"reduce_scatter", "REDUCE_SCATTER"}, Case{"all_to_all", "ALL_TO_ALL"}}) {
+    const std::string prefix = test::test_data(std::string("astra-sim/microbenchmarks/") +
+                                               c.folder + "/8npus_1MB/" + c.folder);
     auto files = resolve_trace_files(prefix);
     ASSERT_TRUE(files) << files.error().message();
     ASSERT_EQ(files->paths.size(), 8u);

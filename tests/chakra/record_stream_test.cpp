@@ -49,7 +49,8 @@ TEST(RecordStream, records_are_a_varint_length_then_the_bytes) {
   }
   const std::string bytes = read_raw(path);
   ASSERT_EQ(bytes.size(), 1u + 3u + 2u + 300u);
-  EXPECT_EQ(bytes.substr(0, 4), std::string("\x03" "abc"));
+  EXPECT_EQ(bytes.substr(0, 4), std::string("\x03"
+                                            "abc"));
   EXPECT_EQ(static_cast<unsigned char>(bytes[4]), 0xac);
   EXPECT_EQ(static_cast<unsigned char>(bytes[5]), 0x02);
   const auto records = read_all(path);
@@ -64,7 +65,8 @@ TEST(RecordStream, gz_names_are_written_compressed_and_read_back_transparently) 
   {
     auto writer = RecordWriter::create(path);
     ASSERT_TRUE(writer);
-    for (int idx = 0; idx < 1000; ++idx) ASSERT_TRUE(writer->write_bytes("record " + std::to_string(idx)));
+    for (int idx = 0; idx < 1000; ++idx)
+      ASSERT_TRUE(writer->write_bytes("record " + std::to_string(idx)));
     ASSERT_TRUE(writer->close());
   }
   const std::string bytes = read_raw(path);
@@ -92,21 +94,29 @@ TEST(RecordStream, an_empty_record_reads_back_empty) {
 TEST(RecordStream, a_file_cut_inside_a_record_names_the_record_and_offset) {
   TempDir dir;
   const std::string path = dir.file("cut.et");
-  write_raw(path, std::string("\x03" "abc" "\x05" "de", 7));
+  write_raw(path, std::string("\x03"
+                              "abc"
+                              "\x05"
+                              "de",
+                              7));
   auto reader = RecordReader::open(path);
   ASSERT_TRUE(reader);
   std::string record;
   ASSERT_TRUE(*reader->next(record));
   Expected<bool> second = reader->next(record);
   ASSERT_FALSE(second);
-  EXPECT_EQ(second.error().message(),
-            path + ": record 1 at byte 4 is truncated: its length is 5 bytes but the file ends after 2");
+  EXPECT_EQ(
+      second.error().message(),
+      path + ": record 1 at byte 4 is truncated: its length is 5 bytes but the file ends after 2");
 }
 
 TEST(RecordStream, a_file_cut_inside_a_length_prefix_is_reported) {
   TempDir dir;
   const std::string path = dir.file("cut-length.et");
-  write_raw(path, std::string("\x01" "a" "\x80", 3));
+  write_raw(path, std::string("\x01"
+                              "a"
+                              "\x80",
+                              3));
   auto reader = RecordReader::open(path);
   ASSERT_TRUE(reader);
   std::string record;
@@ -146,7 +156,8 @@ TEST(RecordStream, a_truncated_gzip_file_is_an_error_not_a_short_trace) {
   {
     auto writer = RecordWriter::create(whole);
     ASSERT_TRUE(writer);
-    for (int idx = 0; idx < 20000; ++idx) ASSERT_TRUE(writer->write_bytes("payload " + std::to_string(idx * 7919)));
+    for (int idx = 0; idx < 20000; ++idx)
+      ASSERT_TRUE(writer->write_bytes("payload " + std::to_string(idx * 7919)));
     ASSERT_TRUE(writer->close());
   }
   const std::string bytes = read_raw(whole);
@@ -168,7 +179,8 @@ TEST(RecordStream, a_truncated_gzip_file_is_an_error_not_a_short_trace) {
 TEST(RecordStream, a_missing_file_names_the_path) {
   auto reader = RecordReader::open("/nonexistent/dir/trace.et");
   ASSERT_FALSE(reader);
-  EXPECT_EQ(reader.error().message(), "/nonexistent/dir/trace.et: cannot open: No such file or directory");
+  EXPECT_EQ(reader.error().message(),
+            "/nonexistent/dir/trace.et: cannot open: No such file or directory");
 }
 
 }  // namespace

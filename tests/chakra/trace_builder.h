@@ -93,10 +93,10 @@ inline std::string test_data(const std::string& relative) {
   return std::string(ORRERY_TEST_DATA_DIR) + "/" + relative;
 }
 
-inline std::string feeder_trace() { return test_data("mlcommons-chakra/feeder_tests_chakra.0.et.gz"); }
-
-inline bool shared_data_present() {
-  return std::filesystem::is_directory(ORRERY_SHARED_DATA_DIR);
+inline std::string feeder_trace() {
+  return test_data("mlcommons-chakra/feeder_tests_chakra.0.et.gz");
 }
+
+inline bool shared_data_present() { return std::filesystem::is_directory(ORRERY_SHARED_DATA_DIR); }
 
 }  // namespace orrery::test

@@ -57,10 +57,12 @@ TEST(TraceGraph, a_float_where_an_integer_is_needed_names_node_and_attribute) {
   const TraceGraph graph = build_graph({node});
   auto size = graph.get_int(0, "comm_size");
   ASSERT_FALSE(size);
-  EXPECT_EQ(size.error().message(), "node 3511: attribute 'comm_size' holds float_val, expected an integer");
+  EXPECT_EQ(size.error().message(),
+            "node 3511: attribute 'comm_size' holds float_val, expected an integer");
   auto as_text = graph.get_int(0, "pg_name");
   ASSERT_FALSE(as_text);
-  EXPECT_EQ(as_text.error().message(), "node 3511: attribute 'pg_name' holds string_val, expected an integer");
+  EXPECT_EQ(as_text.error().message(),
+            "node 3511: attribute 'pg_name' holds string_val, expected an integer");
   EXPECT_EQ(**graph.get_string(0, "pg_name"), "3");
   EXPECT_DOUBLE_EQ(**graph.get_double(0, "comm_size"), 1.5);
 }
@@ -82,7 +84,8 @@ TEST(TraceGraph, lists_come_back_in_order) {
   auto& dims = add_attr(node, "involved_dim");
   for (bool value : {true, false, true}) dims.mutable_bool_list()->add_values(value);
   auto& names = add_attr(node, "inputs");
-  for (const char* value : {"x", "4096.0", "w", "65536"}) names.mutable_string_list()->add_values(value);
+  for (const char* value : {"x", "4096.0", "w", "65536"})
+    names.mutable_string_list()->add_values(value);
   const TraceGraph graph = build_graph({node});
   EXPECT_EQ(**graph.get_bool_list(0, "involved_dim"), (std::vector<bool>{true, false, true}));
   const auto inputs = **graph.get_string_list(0, "inputs");
@@ -92,10 +95,12 @@ TEST(TraceGraph, lists_come_back_in_order) {
 }
 
 TEST(TraceGraph, finds_nodes_by_id_whatever_the_file_order) {
-  const TraceGraph sorted = build_graph({test::comp_node(2), test::comp_node(5), test::comp_node(9)});
+  const TraceGraph sorted =
+      build_graph({test::comp_node(2), test::comp_node(5), test::comp_node(9)});
   EXPECT_EQ(sorted.find(5), NodeIndex{1});
   EXPECT_FALSE(sorted.find(4));
-  const TraceGraph shuffled = build_graph({test::comp_node(9), test::comp_node(2), test::comp_node(5)});
+  const TraceGraph shuffled =
+      build_graph({test::comp_node(9), test::comp_node(2), test::comp_node(5)});
   EXPECT_EQ(shuffled.find(9), NodeIndex{0});
   EXPECT_EQ(shuffled.find(2), NodeIndex{1});
   EXPECT_FALSE(shuffled.find(1000));
@@ -103,15 +108,16 @@ TEST(TraceGraph, finds_nodes_by_id_whatever_the_file_order) {
 }
 
 TEST(TraceGraph, duplicate_ids_are_listed_once_each) {
-  const TraceGraph graph = build_graph(
-      {test::comp_node(4), test::comp_node(1), test::comp_node(4), test::comp_node(4), test::comp_node(1)});
+  const TraceGraph graph = build_graph({test::comp_node(4), test::comp_node(1), test::comp_node(4),
+                                        test::comp_node(4), test::comp_node(1)});
   EXPECT_EQ(graph.duplicate_ids(), (std::vector<uint64_t>{1, 4}));
   EXPECT_EQ(graph.find(4), NodeIndex{0});  // the first in file order
 }
 
 TEST(TraceGraph, dependencies_are_kept_as_written_data_and_control_apart) {
-  const TraceGraph graph = build_graph({test::make_node(1, ChakraProtoMsg::COMP_NODE),
-                                        test::make_node(2, ChakraProtoMsg::COMP_NODE, {1, 77}, {2, 1})});
+  const TraceGraph graph =
+      build_graph({test::make_node(1, ChakraProtoMsg::COMP_NODE),
+                   test::make_node(2, ChakraProtoMsg::COMP_NODE, {1, 77}, {2, 1})});
   EXPECT_EQ(std::vector<uint64_t>(graph.data_deps(1).begin(), graph.data_deps(1).end()),
             (std::vector<uint64_t>{1, 77}));
   EXPECT_EQ(std::vector<uint64_t>(graph.ctrl_deps(1).begin(), graph.ctrl_deps(1).end()),

@@ -23,8 +23,9 @@ std::vector<std::string> messages(const ValidationReport& report, Check check) {
 }
 
 TEST(Validation, a_clean_trace_passes_both_modes) {
-  const TraceGraph graph = build_graph(
-      {comp_node(1), test::coll_node(2, ChakraProtoMsg::ALL_REDUCE, 1048576, {1}), comp_node(3, {2})});
+  const TraceGraph graph =
+      build_graph({comp_node(1), test::coll_node(2, ChakraProtoMsg::ALL_REDUCE, 1048576, {1}),
+                   comp_node(3, {2})});
   const ValidationReport report = validate_trace(graph);
   EXPECT_TRUE(report.diagnostics().empty()) << report.diagnostics().front().message;
   EXPECT_TRUE(report.passes(ValidationMode::kStrict));
@@ -32,11 +33,10 @@ TEST(Validation, a_clean_trace_passes_both_modes) {
 
 TEST(Validation, a_cycle_prints_its_node_ids_and_fails_both_modes) {
   // 1 -> 2 -> 3 -> 1 by data edges, and 4 hangs behind the cycle.
-  const TraceGraph graph = build_graph({make_node(1, ChakraProtoMsg::COMP_NODE, {3}),
-                                        make_node(2, ChakraProtoMsg::COMP_NODE, {1}),
-                                        make_node(3, ChakraProtoMsg::COMP_NODE, {2}),
-                                        make_node(4, ChakraProtoMsg::COMP_NODE, {3}),
-                                        make_node(5, ChakraProtoMsg::COMP_NODE)});
+  const TraceGraph graph = build_graph(
+      {make_node(1, ChakraProtoMsg::COMP_NODE, {3}), make_node(2, ChakraProtoMsg::COMP_NODE, {1}),
+       make_node(3, ChakraProtoMsg::COMP_NODE, {2}), make_node(4, ChakraProtoMsg::COMP_NODE, {3}),
+       make_node(5, ChakraProtoMsg::COMP_NODE)});
   const ValidationReport report = validate_trace(graph);
   ASSERT_EQ(report.count(Check::kCycle), 1u);
   const std::string message = messages(report, Check::kCycle).front();
@@ -114,13 +114,15 @@ TEST(Validation, unknown_enum_values_are_named) {
   const ValidationReport report = validate_trace(build_graph({odd_type, odd_coll}));
   EXPECT_EQ(messages(report, Check::kUnknownNodeType),
             (std::vector<std::string>{"node 1: type 12 is not a NodeType (0 to 7)"}));
-  EXPECT_EQ(messages(report, Check::kUnknownCommType),
-            (std::vector<std::string>{"node 2: comm_type 42 is not a CollectiveCommType (0 to 9)"}));
+  EXPECT_EQ(
+      messages(report, Check::kUnknownCommType),
+      (std::vector<std::string>{"node 2: comm_type 42 is not a CollectiveCommType (0 to 9)"}));
   EXPECT_FALSE(report.passes(ValidationMode::kLenient));
 }
 
 TEST(Validation, invalid_node_type_runs_as_a_no_op_in_lenient_mode) {
-  const ValidationReport report = validate_trace(build_graph({make_node(1, ChakraProtoMsg::INVALID_NODE)}));
+  const ValidationReport report =
+      validate_trace(build_graph({make_node(1, ChakraProtoMsg::INVALID_NODE)}));
   EXPECT_EQ(report.count(Check::kInvalidNodeType), 1u);
   EXPECT_TRUE(report.passes(ValidationMode::kLenient));
   EXPECT_FALSE(report.passes(ValidationMode::kStrict));
@@ -162,7 +164,8 @@ TEST(Validation, feeder_trace_has_its_known_quirks) {
   EXPECT_EQ(report.count(Check::kMissingCtrlParent), 1277u);
   EXPECT_EQ(report.count(Check::kSelfCtrlDependency), 383u);
   const auto self = messages(report, Check::kSelfCtrlDependency);
-  EXPECT_NE(std::find(self.begin(), self.end(), "node 3511: lists itself as a control parent"), self.end());
+  EXPECT_NE(std::find(self.begin(), self.end(), "node 3511: lists itself as a control parent"),
+            self.end());
   EXPECT_EQ(report.count(Check::kMissingDataParent), 0u);
   EXPECT_EQ(report.count(Check::kCycle), 0u);
   EXPECT_GT(report.count(Check::kControlCycle), 0u);

@@ -42,9 +42,9 @@ inline std::string read_whole_file(const std::filesystem::path& path) {
 
 // Runs `program args...` through the shell, with stdout and stderr captured in temporary files.
 inline CommandResult run_program(const std::string& program, const std::vector<std::string>& args) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("orrery-e2e-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(reinterpret_cast<uintptr_t>(&args)));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("orrery-e2e-" + std::to_string(::getpid()) + "-" +
+                                                std::to_string(reinterpret_cast<uintptr_t>(&args)));
   std::filesystem::create_directories(dir);
   std::ostringstream command;
   command << shell_quote(program);

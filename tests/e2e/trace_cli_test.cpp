@@ -77,10 +77,12 @@ TEST(TraceCli, inspect_over_a_prefix_totals_all_ranks) {
 TEST(TraceCli, validate_is_lenient_by_default_and_strict_on_request) {
   const CommandResult lenient = run_orrery({"trace", "validate", feeder()});
   EXPECT_EQ(lenient.exit_code, 0) << lenient.err;
-  EXPECT_NE(lenient.out.find("1,277 control dependencies on nodes not in the file [lenient: dropped]"),
-            std::string::npos)
+  EXPECT_NE(
+      lenient.out.find("1,277 control dependencies on nodes not in the file [lenient: dropped]"),
+      std::string::npos)
       << lenient.out;
-  EXPECT_NE(lenient.out.find("383 nodes that list themselves as a control parent"), std::string::npos);
+  EXPECT_NE(lenient.out.find("383 nodes that list themselves as a control parent"),
+            std::string::npos);
   const CommandResult strict = run_orrery({"trace", "validate", "--strict", feeder()});
   EXPECT_EQ(strict.exit_code, 1);
   const CommandResult json = run_orrery({"trace", "validate", "--json", feeder()});
@@ -92,14 +94,16 @@ TEST(TraceCli, validate_is_lenient_by_default_and_strict_on_request) {
 TEST(TraceCli, validate_passes_clean_real_traces_strictly) {
   const CommandResult result = run_orrery({"trace", "validate", "--strict", stg_prefix()});
   EXPECT_EQ(result.exit_code, 0) << result.out;
-  EXPECT_NE(result.out.find("8 rank files: all pass in strict mode"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("8 rank files: all pass in strict mode"), std::string::npos)
+      << result.out;
 }
 
 TEST(TraceCli, json_round_trip_through_the_cli_is_byte_identical) {
   TempDir dir;
   const std::string original = test::test_data("symbolic_tensor_graph/dp2tp2pp2/workload.5.et");
   ASSERT_EQ(run_orrery({"trace", "to-json", original, "-o", dir.file("w.json")}).exit_code, 0);
-  ASSERT_EQ(run_orrery({"trace", "from-json", dir.file("w.json"), "-o", dir.file("w.et")}).exit_code, 0);
+  ASSERT_EQ(
+      run_orrery({"trace", "from-json", dir.file("w.json"), "-o", dir.file("w.et")}).exit_code, 0);
   // STG writes canonical protobuf, so even a foreign file comes back byte for byte.
   EXPECT_EQ(read_bytes(original), read_bytes(dir.file("w.et")));
 }
@@ -117,8 +121,8 @@ TEST(TraceCli, json_conversion_over_a_prefix_writes_one_file_per_rank) {
 
 TEST(TraceCli, dot_draws_data_edges_solid_and_control_edges_dashed) {
   TempDir dir;
-  test::write_trace(dir.file("t.et"),
-                    {test::comp_node(1), test::make_node(2, ChakraProtoMsg::COMP_NODE, {1}, {1, 9})});
+  test::write_trace(dir.file("t.et"), {test::comp_node(1),
+                                       test::make_node(2, ChakraProtoMsg::COMP_NODE, {1}, {1, 9})});
   const CommandResult result = run_orrery({"trace", "dot", dir.file("t.et")});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out.rfind("digraph chakra {", 0), 0u);
@@ -151,7 +155,8 @@ TEST(TraceCliBadInput, an_empty_file) {
 
 TEST(TraceCliBadInput, a_truncated_file) {
   TempDir dir;
-  const std::string whole = read_bytes(test::test_data("symbolic_tensor_graph/fsdp4/workload.0.et"));
+  const std::string whole =
+      read_bytes(test::test_data("symbolic_tensor_graph/fsdp4/workload.0.et"));
   write_bytes(dir.file("cut.et"), whole.substr(0, whole.size() - 100));
   expect_clean_failure(run_orrery({"trace", "inspect", dir.file("cut.et")}), "is truncated");
 }
@@ -177,13 +182,14 @@ TEST(TraceCliBadInput, an_unknown_enum_value) {
   test::write_trace(dir.file("enum.et"), {node});
   const CommandResult result = run_orrery({"trace", "validate", dir.file("enum.et")});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.out.find("node 4: type 99 is not a NodeType (0 to 7)"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("node 4: type 99 is not a NodeType (0 to 7)"), std::string::npos)
+      << result.out;
 }
 
 TEST(TraceCliBadInput, a_cycle) {
   TempDir dir;
-  test::write_trace(dir.file("cycle.et"),
-                    {test::make_node(1, ChakraProtoMsg::COMP_NODE, {2}), test::make_node(2, ChakraProtoMsg::COMP_NODE, {1})});
+  test::write_trace(dir.file("cycle.et"), {test::make_node(1, ChakraProtoMsg::COMP_NODE, {2}),
+                                           test::make_node(2, ChakraProtoMsg::COMP_NODE, {1})});
   const CommandResult result = run_orrery({"trace", "validate", dir.file("cycle.et")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.out.find("dependency cycle 1 -> 2 -> 1"), std::string::npos) << result.out;
@@ -199,14 +205,17 @@ TEST(TraceCliBadInput, an_old_schema_file) {
 
 TEST(TraceCliBadInput, a_prefix_with_a_rank_missing) {
   TempDir dir;
-  for (int rank : {0, 1, 3}) test::write_trace(dir.file("w." + std::to_string(rank) + ".et"), {test::comp_node(1)});
-  expect_clean_failure(run_orrery({"trace", "inspect", dir.file("w")}), "rank file " + dir.file("w") + ".2.et is missing");
+  for (int rank : {0, 1, 3})
+    test::write_trace(dir.file("w." + std::to_string(rank) + ".et"), {test::comp_node(1)});
+  expect_clean_failure(run_orrery({"trace", "inspect", dir.file("w")}),
+                       "rank file " + dir.file("w") + ".2.et is missing");
 }
 
 TEST(TraceCliBadInput, a_json_file_that_is_not_a_trace) {
   TempDir dir;
   write_bytes(dir.file("x.json"), "[1, 2");
-  const CommandResult result = run_orrery({"trace", "from-json", dir.file("x.json"), "-o", dir.file("x.et")});
+  const CommandResult result =
+      run_orrery({"trace", "from-json", dir.file("x.json"), "-o", dir.file("x.et")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("x.json: "), std::string::npos) << result.err;
 }
@@ -214,7 +223,8 @@ TEST(TraceCliBadInput, a_json_file_that_is_not_a_trace) {
 TEST(TraceCliBadInput, a_json_file_given_as_a_trace_says_it_is_json) {
   TempDir dir;
   write_bytes(dir.file("host.json"), "{\"schema\": \"1.0.2-chakra.0.0.4\", \"nodes\": []}");
-  expect_clean_failure(run_orrery({"trace", "inspect", dir.file("host.json")}), "it looks like JSON");
+  expect_clean_failure(run_orrery({"trace", "inspect", dir.file("host.json")}),
+                       "it looks like JSON");
 }
 
 TEST(TraceCliBadInput, an_unknown_flag) {
