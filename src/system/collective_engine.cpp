@@ -711,7 +711,6 @@ void CollectiveEngine::phase_init(uint32_t stream_id) {
     uint32_t children = 0;
     if (2 * position + 1 < n) ++children;
     if (2 * position + 2 < n) ++children;
-    stream.waiting = children;
     stream.round = 0;
     if (children == 0) {
       bundle(stream_id, false, 0);  // a leaf starts by sending up
@@ -908,8 +907,9 @@ void CollectiveEngine::on_general(uint32_t stream_id) {
       if (2 * position + 1 < n) ++children;
       if (2 * position + 2 < n) ++children;
       if (stream.round == 0) {
-        // Gathering: the children's receives (or, for a leaf, the start).
-        if (children > 0 && stream.waiting > 0) return;  // more children to come
+        // Gathering: one continuation per child's message (or, for a leaf, the start). Count the
+        // continuations, not the receives, so no bundle of this phase is still pending at its end.
+        if (children > 0 && ++stream.received < children) return;
         if (position == 0) {
           for (uint32_t child = 1; child <= children; ++child) {
             send_message(stream_id, actual(2 * position + child), stream.message);
@@ -949,7 +949,6 @@ void CollectiveEngine::on_received(uint32_t stream_id) {
       bundle(stream_id, false, 0);
       return;
     case Machine::kTree:
-      if (stream.round == 0) --stream.waiting;
       bundle(stream_id, true, stream.message);
       return;
   }
