@@ -10,8 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <optional>
+
 #include "cli/commands.h"
 #include "core/units.h"
+#include "report/rank_set.h"
+#include "report/run_report.h"
+#include "report/timeline.h"
 #include "sim/simulation.h"
 #include "system/collective.h"
 
@@ -21,6 +28,11 @@ namespace {
 
 struct RunOptions {
   sim::RunConfig config;
+  std::string csv_dir;
+  std::string timeline;
+  std::string timeline_ranks;
+  std::string memory_capacity;
+  std::string progress = "auto";
   std::string timing = "astra-sim";
   std::string dependencies = "both";
   std::string output;
@@ -32,62 +44,6 @@ struct RunOptions {
 
 std::string ns_text(SimTime time) {
   return format_count(static_cast<uint64_t>(time.ns_truncated()));
-}
-
-nlohmann::json result_to_json(const sim::RunResult& result, const sim::RunConfig& config,
-                              double wall_seconds) {
-  nlohmann::json out;
-  out["workload"] = config.workload;
-  out["network"] = config.network;
-  out["system"] = config.system;
-  out["backend"] = result.backend;
-  out["ranks"] = nlohmann::json::array();
-  for (const workload::RankResult& rank : result.rank_results) {
-    out["ranks"].push_back({{"rank", rank.rank},
-                            {"finish_ns", rank.finish.ns_truncated()},
-                            {"exposed_comm_ns", rank.astra_exposed_comm().ns_truncated()},
-                            {"compute_ns", rank.gpu_compute.ns_truncated()},
-                            {"cpu_ns", rank.cpu_compute.ns_truncated()},
-                            {"memory_ns", rank.memory.ns_truncated()},
-                            {"comm_active_ns", rank.comm_active.ns_truncated()},
-                            {"comm_not_overlapped_ns", rank.comm_exposed.ns_truncated()},
-                            {"nodes", rank.nodes},
-                            {"collectives", rank.collectives},
-                            {"sends", rank.sends},
-                            {"recvs", rank.recvs}});
-  }
-  out["collectives"] = nlohmann::json::array();
-  for (const sys::CollectiveRecord& record : result.collectives) {
-    const double seconds = (record.last_finish - record.first_issue).seconds();
-    const double algbw = seconds > 0 ? static_cast<double>(record.bytes) / seconds / 1e9 : 0.0;
-    out["collectives"].push_back(
-        {{"type", sys::collective_name(record.type)},
-         {"group", result.collective_group_names[record.group]},
-         {"sequence", record.sequence},
-         {"bytes", record.bytes},
-         {"ranks", record.ranks},
-         {"start_ns", record.first_issue.ns_truncated()},
-         {"end_ns", record.last_finish.ns_truncated()},
-         {"algbw_gbps", algbw},
-         {"busbw_gbps", algbw * sys::bus_bandwidth_factor(record.type, record.ranks)},
-         {"first_node", record.first_node}});
-  }
-  out["links"] = nlohmann::json::array();
-  for (const net::LinkStats& link : result.links) {
-    out["links"].push_back({{"src", link.src},
-                            {"dst", link.dst},
-                            {"dimension", link.dimension},
-                            {"bytes", link.bytes},
-                            {"busy_ns", link.busy.ns_truncated()},
-                            {"messages", link.messages},
-                            {"peak_queue", link.peak_queue}});
-  }
-  out["summary"] = {{"ranks", result.ranks},
-                    {"simulated_ns", result.end.ns_truncated()},
-                    {"events", result.events},
-                    {"messages", result.messages},
-                    {"wall_seconds", wall_seconds}};
-  return out;
 }
 
 int run(RunOptions& options) {
@@ -104,10 +60,41 @@ int run(RunOptions& options) {
                                 : options.dependencies == "control"
                                     ? chakra::DependencyKinds::kControl
                                     : chakra::DependencyKinds::kBoth;
+  if (!options.memory_capacity.empty()) {
+    Expected<uint64_t> capacity = parse_bytes(options.memory_capacity);
+    if (!capacity) return report_error(capacity.error().with_context("--memory-capacity"));
+    options.config.memory_capacity = *capacity;
+  }
+  std::optional<report::TimelineRecorder> timeline;
+  if (!options.timeline.empty()) {
+    report::RankSet ranks = report::RankSet::all();
+    if (!options.timeline_ranks.empty()) {
+      Expected<report::RankSet> parsed = report::RankSet::parse(options.timeline_ranks, UINT32_MAX);
+      if (!parsed) return report_error(parsed.error().with_context("--timeline-ranks"));
+      ranks = std::move(*parsed);
+    }
+    timeline.emplace(std::move(ranks));
+    options.config.observers.push_back(&*timeline);
+  }
+  // Progress on stderr for runs longer than a couple of seconds, when stderr is a terminal.
+  const bool progress =
+      options.progress == "on" || (options.progress == "auto" && isatty(STDERR_FILENO) != 0);
+  bool progress_shown = false;
   const auto started = std::chrono::steady_clock::now();
+  if (progress) {
+    options.config.progress = [&](SimTime now, uint32_t finished, uint32_t ranks) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (seconds < 2.0) return;
+      fmt::print(stderr, "\rorrery: simulated {} ns, {} of {} ranks finished, {:.0f} s  ",
+                 ns_text(now), format_count(finished), format_count(ranks), seconds);
+      progress_shown = true;
+    };
+  }
   Expected<sim::RunResult> result = sim::run_simulation(
       options.config,
       [](const std::string& warning) { fmt::print(stderr, "orrery: warning: {}\n", warning); });
+  if (progress_shown) fmt::print(stderr, "\n");
   if (!result) return report_error(result.error());
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -151,8 +138,16 @@ int run(RunOptions& options) {
 
   if (!options.output.empty()) {
     std::ofstream out(options.output);
-    out << result_to_json(*result, options.config, wall).dump(1) << "\n";
+    out << report::run_result_to_json(*result, options.config, wall).dump(1) << "\n";
     if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", options.output));
+  }
+  if (!options.csv_dir.empty()) {
+    if (Status status = report::write_run_csv(*result, options.csv_dir); !status)
+      return report_error(status.error());
+  }
+  if (timeline) {
+    if (Status status = timeline->write(options.timeline); !status)
+      return report_error(status.error());
   }
   return 0;
 }
@@ -211,6 +206,19 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", options->output,
                   "write the results as JSON: ranks, collectives, links, summary");
   cmd->add_option("-j,--threads", config.threads, "threads for loading traces (0: one per core)");
+  cmd->add_option(
+      "--csv-dir", options->csv_dir,
+      "write ranks.csv, collectives.csv, links.csv and dimensions.csv into this folder");
+  cmd->add_option(
+      "--timeline", options->timeline,
+      "write a Chrome/Perfetto trace (ui.perfetto.dev, chrome://tracing): a process per rank");
+  cmd->add_option("--timeline-ranks", options->timeline_ranks,
+                  "ranks to put in the timeline, e.g. 0-15,1024 (default: all)");
+  cmd->add_option("--memory-capacity", options->memory_capacity,
+                  "accelerator memory per rank, e.g. 80GiB: warn when a rank's peak exceeds it");
+  cmd->add_option("--progress", options->progress,
+                  "progress on stderr: auto (when a terminal), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

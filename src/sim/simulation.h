@@ -36,6 +36,26 @@ struct RunConfig {
   double comm_scale = 1.0;
   double injection_scale = 1.0;
   size_t threads = 0;  // for loading traces; 0 = one per core
+  // Observers of every rank's activities (timelines, ...); they must outlive the run.
+  std::vector<workload::RunObserver*> observers;
+  // Accelerator memory per rank; a warning names the ranks whose peak exceeds it (0 = unchecked).
+  uint64_t memory_capacity = 0;
+  // Called now and then while the run goes (simulated time reached, ranks finished), for progress
+  // displays; never called when empty. The run's results do not depend on it.
+  std::function<void(SimTime now, uint32_t finished, uint32_t ranks)> progress;
+};
+
+// Traffic of one network dimension over the whole run.
+struct DimensionSummary {
+  std::string topology;  // Ring, FullyConnected, Switch
+  uint32_t size = 0;
+  double bandwidth_gbps = 0;
+  uint64_t links = 0;  // directed links in this dimension
+  uint64_t links_used = 0;
+  uint64_t bytes = 0;
+  SimTime busy;  // summed over its links
+  // Mean utilization of the dimension's links over the run: busy / (links x end).
+  double utilization(SimTime end) const;
 };
 
 struct RunResult {
@@ -43,7 +63,9 @@ struct RunResult {
   std::vector<workload::RankResult> rank_results;
   std::vector<sys::CollectiveRecord> collectives;
   std::vector<net::LinkStats> links;
+  std::vector<DimensionSummary> dimensions;
   std::vector<std::string> collective_group_names;  // by group id
+  std::vector<uint64_t> peak_memory;                // by rank: peak bytes held (local_memory.h)
   SimTime end;                                      // the latest finish
   uint64_t events = 0;                              // events handled
   uint64_t messages = 0;                            // network messages sent

@@ -16,6 +16,7 @@ using chakra::TraceGraph;
 
 enum EventKind : uint16_t { kWorkDone = 1 };
 
+constexpr uint8_t kNoActivity = 0xff;
 constexpr uint8_t kPending = 0;
 constexpr uint8_t kInFlight = 1;
 constexpr uint8_t kDone = 2;
@@ -30,6 +31,24 @@ SimTime replay_time(const TraceGraph& graph, NodeIndex node) {
 
 }  // namespace
 
+std::string_view activity_name(Activity activity) {
+  switch (activity) {
+    case Activity::kCompute:
+      return "compute";
+    case Activity::kCpu:
+      return "cpu";
+    case Activity::kCollective:
+      return "collective";
+    case Activity::kSend:
+      return "send";
+    case Activity::kRecv:
+      return "recv";
+    case Activity::kMemory:
+      return "memory";
+  }
+  return "unknown";
+}
+
 WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceGraph*> graphs,
                                    std::map<std::string, uint32_t> groups, ExecutorOptions options)
     : engine_(engine), groups_(std::move(groups)), options_(std::move(options)) {
@@ -42,6 +61,8 @@ WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceG
         chakra::DependencyGraph::build(*state.graph, options_.dependencies));
     state.tracker = std::make_unique<chakra::DependencyTracker>(*state.graph, *state.deps);
     state.issued.assign(state.graph->size(), kPending);
+    state.activity.assign(state.graph->size(), kNoActivity);
+    state.started.assign(state.graph->size(), SimTime::zero());
     state.result.rank = rank;
     state.result.nodes = state.graph->size();
   }
@@ -70,11 +91,43 @@ void WorkloadExecutor::fail(Error error) {
 void WorkloadExecutor::account(RankState& state) {
   const SimTime now = engine_.now();
   const SimTime elapsed = now - state.last_change;
-  if (state.comm_active > 0) {
-    state.result.comm_active += elapsed;
-    if (state.compute_active == 0) state.result.comm_exposed += elapsed;
-  }
   state.last_change = now;
+  if (elapsed == SimTime::zero()) return;
+  auto active = [&state](Activity activity) {
+    return state.active[static_cast<size_t>(activity)] > 0;
+  };
+  const bool computing = active(Activity::kCompute) || active(Activity::kCpu);
+  const bool communicating =
+      active(Activity::kCollective) || active(Activity::kSend) || active(Activity::kRecv);
+  if (communicating) {
+    state.result.comm_active += elapsed;
+    if (!computing) state.result.comm_exposed += elapsed;
+  }
+  if (computing || communicating || active(Activity::kMemory)) state.result.busy += elapsed;
+}
+
+void WorkloadExecutor::begin(RankState& state, NodeIndex node, Activity activity) {
+  account(state);
+  ++state.active[static_cast<size_t>(activity)];
+  state.activity[node] = static_cast<uint8_t>(activity);
+  state.started[node] = engine_.now();
+  if (!observers_.empty()) {
+    const ActivityRecord record{state.result.rank, node, activity, engine_.now(), engine_.now()};
+    for (RunObserver* observer : observers_) observer->on_activity_start(record, *state.graph);
+  }
+}
+
+void WorkloadExecutor::end(Rank rank, NodeIndex node) {
+  RankState& state = ranks_[rank];
+  if (state.activity[node] == kNoActivity) return;
+  const auto activity = static_cast<Activity>(state.activity[node]);
+  account(state);
+  --state.active[static_cast<size_t>(activity)];
+  state.activity[node] = kNoActivity;
+  if (!observers_.empty()) {
+    const ActivityRecord record{rank, node, activity, state.started[node], engine_.now()};
+    for (RunObserver* observer : observers_) observer->on_activity(record, *state.graph);
+  }
 }
 
 WorkloadExecutor::Slot WorkloadExecutor::slot_of(const RankState& state, NodeIndex node) const {
@@ -171,10 +224,6 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
   auto finish_after = [&](SimTime time) {
     (void)engine_.schedule_after(time, id_, kWorkDone, pack(rank, node));
   };
-  auto start_comm = [&] {
-    account(state);
-    ++state.comm_active;
-  };
 
   const int32_t type = graph.type(node);
   const bool cpu = slot == Slot::kCpu;
@@ -189,8 +238,7 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
       fail(time.error().with_context(where()));
       return false;
     }
-    account(state);
-    ++state.compute_active;
+    begin(state, node, cpu ? Activity::kCpu : Activity::kCompute);
     if (cpu) {
       state.result.cpu_compute += *time;
     } else {
@@ -202,7 +250,10 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
   if (options_.replay_only &&
       (type == ChakraProtoMsg::COMM_COLL_NODE || type == ChakraProtoMsg::COMM_SEND_NODE ||
        type == ChakraProtoMsg::COMM_RECV_NODE)) {
-    start_comm();
+    begin(state, node,
+          type == ChakraProtoMsg::COMM_COLL_NODE   ? Activity::kCollective
+          : type == ChakraProtoMsg::COMM_SEND_NODE ? Activity::kSend
+                                                   : Activity::kRecv);
     finish_after(replay_time(graph, node));
     return true;
   }
@@ -256,7 +307,7 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
       }
       Expected<int64_t> priority = graph.get_int_or(node, "comm_priority", 0);
       request.priority = priority ? *priority : 0;
-      start_comm();
+      begin(state, node, Activity::kCollective);
       ++state.result.collectives;
       if (Status status = system_->issue_collective(rank, request); !status) {
         fail(status.error().with_context(graph.source()));
@@ -281,7 +332,7 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
                          ranks_.size()));
         return false;
       }
-      start_comm();
+      begin(state, node, send ? Activity::kSend : Activity::kRecv);
       if (send) {
         ++state.result.sends;
         system_->issue_send(rank, static_cast<Rank>(**peer), *tag, scaled_bytes(bytes->value_or(0)),
@@ -313,6 +364,7 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
         time = SimTime::from_ns(static_cast<int64_t>(std::floor(ns)));
       }
       state.result.memory += time;
+      begin(state, node, Activity::kMemory);
       finish_after(time);
       return true;
     }
@@ -348,27 +400,15 @@ void WorkloadExecutor::handle_event(const Event& event) {
   if (failure_) return;
   const auto rank = static_cast<Rank>(event.arg >> 32);
   const auto node = static_cast<NodeIndex>(event.arg & 0xffffffffu);
-  RankState& state = ranks_[rank];
-  const int32_t type = state.graph->type(node);
-  if (type == ChakraProtoMsg::COMP_NODE || type == ChakraProtoMsg::COMM_COLL_NODE ||
-      type == ChakraProtoMsg::COMM_SEND_NODE || type == ChakraProtoMsg::COMM_RECV_NODE) {
-    account(state);
-    if (type == ChakraProtoMsg::COMP_NODE ||
-        (type == ChakraProtoMsg::COMM_COLL_NODE && !options_.replay_only)) {
-      --state.compute_active;
-    } else {
-      --state.comm_active;
-    }
-  }
+  end(rank, node);
   complete(rank, node);
   pump(rank);
 }
 
 void WorkloadExecutor::on_collective_done(Rank rank, uint64_t cookie) {
-  RankState& state = ranks_[rank];
-  account(state);
-  --state.comm_active;
-  complete(rank, static_cast<NodeIndex>(cookie));
+  const auto node = static_cast<NodeIndex>(cookie);
+  end(rank, node);
+  complete(rank, node);
   pump(rank);
 }
 

@@ -40,6 +40,38 @@ struct ExecutorOptions {
   memory::RemoteMemoryConfig memory;
 };
 
+// What a rank spends time on. Every issued node that takes time is one activity.
+enum class Activity : uint8_t { kCompute, kCpu, kCollective, kSend, kRecv, kMemory };
+inline constexpr size_t kActivityCount = 6;
+std::string_view activity_name(Activity activity);
+
+// One node's activity on one rank, reported when it ends.
+struct ActivityRecord {
+  Rank rank = 0;
+  chakra::NodeIndex node = 0;
+  Activity activity = Activity::kCompute;
+  SimTime start;
+  SimTime end;
+};
+
+// Hears every activity as it ends, and optionally as it starts (timelines, memory, statistics).
+// Called from inside engine events; must not call back into the simulation.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void on_activity(const ActivityRecord& record, const chakra::TraceGraph& graph) = 0;
+  // Called when an activity begins (record.end == record.start). Optional.
+  virtual void on_activity_start(const ActivityRecord& record, const chakra::TraceGraph& graph) {
+    (void)record;
+    (void)graph;
+  }
+
+ protected:
+  RunObserver() = default;
+  RunObserver(const RunObserver&) = default;
+  RunObserver& operator=(const RunObserver&) = default;
+};
+
 // What one rank did.
 struct RankResult {
   Rank rank = 0;
@@ -50,6 +82,7 @@ struct RankResult {
   SimTime memory;        // sum of memory node times
   SimTime comm_active;   // time with at least one communication operation in flight
   SimTime comm_exposed;  // ... while no compute ran (communication not hidden by compute)
+  SimTime busy;          // time with anything in flight; idle = finish - busy
   uint64_t nodes = 0;
   uint64_t completed = 0;
   uint64_t collectives = 0;
@@ -57,6 +90,7 @@ struct RankResult {
   uint64_t recvs = 0;
   // ASTRA-sim's "exposed communication": finish minus accelerator compute.
   SimTime astra_exposed_comm() const { return finish - gpu_compute; }
+  SimTime idle() const { return finish - busy; }
 };
 
 class WorkloadExecutor final : public sys::SystemListener, private EventHandler {
@@ -71,12 +105,15 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
 
   // Connects the system layer. Once, before start().
   void bind(sys::CollectiveEngine& system) { system_ = &system; }
+  // Adds an observer of activities (optional; several may be added). Before start().
+  void add_observer(RunObserver& observer) { observers_.push_back(&observer); }
   // Issues every rank's first ready nodes at time zero (rank order). Call once, outside events.
   void start();
 
   // The first error met while running (a bad attribute, an unknown group, ...), if any.
   const std::optional<Error>& failure() const { return failure_; }
   bool all_finished() const { return finished_ranks_ == ranks_.size(); }
+  size_t finished_count() const { return finished_ranks_; }
   // After the run: one entry per rank.
   std::vector<RankResult> results() const;
   // After a run that did not finish: what each stuck rank waits for, at most `limit` lines.
@@ -99,10 +136,11 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
     std::unique_ptr<chakra::DependencyTracker> tracker;
     bool busy[3] = {false, false, false};
     Waiting waiting[3];
-    std::vector<uint8_t> issued;  // per node: 0 waiting, 1 in flight, 2 done
+    std::vector<uint8_t> issued;    // per node: 0 waiting, 1 in flight, 2 done
+    std::vector<uint8_t> activity;  // per in-flight node: its Activity, or none (0xff)
+    std::vector<SimTime> started;   // per in-flight node: when its activity began
     RankResult result;
-    uint32_t compute_active = 0;
-    uint32_t comm_active = 0;
+    uint32_t active[kActivityCount] = {};
     SimTime last_change;
   };
 
@@ -112,7 +150,11 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   // Issues `node`; returns false (and records failure_) on an error.
   bool issue(Rank rank, chakra::NodeIndex node, Slot slot);
   void complete(Rank rank, chakra::NodeIndex node);
+  // Brings the rank's time accounting up to now; call before any change of what runs.
   void account(RankState& state);
+  void begin(RankState& state, chakra::NodeIndex node, Activity activity);
+  // Ends the node's activity (if it has one) and tells the observers.
+  void end(Rank rank, chakra::NodeIndex node);
   void fail(Error error);
   Expected<SimTime> compute_time(const RankState& state, chakra::NodeIndex node, bool cpu) const;
   Expected<SimTime> unscaled_compute_time(const RankState& state, chakra::NodeIndex node,
@@ -123,6 +165,7 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   HandlerId id_{};
   sys::CollectiveEngine* system_ = nullptr;
   std::vector<RankState> ranks_;
+  std::vector<RunObserver*> observers_;
   std::map<std::string, uint32_t> groups_;
   ExecutorOptions options_;
   std::optional<Error> failure_;

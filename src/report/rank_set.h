@@ -1,0 +1,28 @@
+// report/rank_set.h: a set of ranks written as people write them: "0-15,1024,2048-2055".
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace orrery::report {
+
+class RankSet {
+ public:
+  // Every rank.
+  static RankSet all() { return RankSet(); }
+  // Parses "a-b,c,...". Errors name the offending item: a reversed or malformed range, a rank at
+  // or above `rank_count`.
+  static Expected<RankSet> parse(std::string_view text, uint32_t rank_count);
+
+  bool contains(uint32_t rank) const;
+  bool is_all() const { return all_; }
+
+ private:
+  bool all_ = true;
+  std::vector<std::pair<uint32_t, uint32_t>> ranges_;  // inclusive, sorted, merged
+};
+
+}  // namespace orrery::report

@@ -1,0 +1,26 @@
+// report/run_report.h: a run's results as JSON (`orrery run --output`) and CSV (`--csv-dir`).
+//
+// The schema is documented in docs/formats/results.md; `orrery report` reads the JSON back.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/error.h"
+#include "sim/simulation.h"
+
+namespace orrery::report {
+
+inline constexpr const char* kResultFormat = "orrery-run/1";
+
+// Everything the run measured, in one JSON document. `wall_seconds` is the only field that varies
+// between identical runs.
+nlohmann::ordered_json run_result_to_json(const sim::RunResult& result,
+                                          const sim::RunConfig& config, double wall_seconds);
+
+// ranks.csv, collectives.csv, links.csv and dimensions.csv in `dir` (created if needed), with the
+// same fields as the JSON arrays.
+Status write_run_csv(const sim::RunResult& result, const std::string& dir);
+
+}  // namespace orrery::report
