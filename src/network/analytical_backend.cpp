@@ -48,9 +48,7 @@ void AnalyticalBackend::walk_route(Rank src, Rank dst, uint64_t bytes, SimTime s
   }
 }
 
-void AnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
-  assert(listener_ != nullptr && "analytical backend: send before set_listener");
-  assert(src < topology_.rank_count() && dst < topology_.rank_count());
+uint32_t AnalyticalBackend::take_pending() {
   uint32_t index = 0;
   if (free_pending_.empty()) {
     index = static_cast<uint32_t>(pending_.size());
@@ -59,8 +57,35 @@ void AnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token)
     index = free_pending_.back();
     free_pending_.pop_back();
   }
-  pending_[index] = Pending{token, src, dst};
   ++in_flight_;
+  return index;
+}
+
+void AnalyticalBackend::send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes,
+                                    uint64_t token) {
+  assert(listener_ != nullptr && "analytical backend: send before set_listener");
+  const Hop hop = up ? topology_.switch_uplink(rank, dim) : topology_.switch_downlink(rank, dim);
+  const uint32_t index = take_pending();
+  const uint32_t slot = links_.slot(hop.link);
+  pending_[index] = Pending{token, rank, rank, slot};
+  const Dimension& spec = topology_.dimension(dim);
+  const SimTime serialization = spec.bandwidth.serialization_time(bytes);
+  LinkCounters& counters = links_.counters(slot);
+  counters.bytes += bytes;
+  counters.busy += serialization;
+  ++counters.messages;
+  ++counters.present;
+  counters.peak = std::max(counters.peak, counters.present);
+  SimTime delay = spec.latency + serialization;
+  if (rounding_ == TimeRounding::kAstraSim) delay = truncate_to_ns(delay);
+  (void)engine_.schedule_after(delay, id_, 0, index);
+}
+
+void AnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
+  assert(listener_ != nullptr && "analytical backend: send before set_listener");
+  assert(src < topology_.rank_count() && dst < topology_.rank_count());
+  const uint32_t index = take_pending();
+  pending_[index] = Pending{token, src, dst, UINT32_MAX};
 
   SimTime delay = analytical_delay(topology_, src, dst, bytes);
   if (rounding_ == TimeRounding::kAstraSim) delay = truncate_to_ns(delay);
@@ -76,7 +101,11 @@ void AnalyticalBackend::handle_event(const Event& event) {
   const Pending message = pending_[index];
   free_pending_.push_back(index);
   --in_flight_;
-  walk_route(message.src, message.dst, 0, SimTime::zero(), false);
+  if (message.slot != UINT32_MAX) {
+    --links_.counters(message.slot).present;
+  } else {
+    walk_route(message.src, message.dst, 0, SimTime::zero(), false);
+  }
   listener_->on_delivered(message.token);
 }
 

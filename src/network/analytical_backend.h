@@ -39,6 +39,8 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
   void set_listener(DeliveryListener& listener) override;
   // O(hops) for statistics, one event.
   void send(Rank src, Rank dst, uint64_t bytes, uint64_t token) override;
+  // latency + serialization on the one link, one event.
+  void send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes, uint64_t token) override;
   uint64_t in_flight() const override { return in_flight_; }
   std::vector<LinkStats> link_stats() const override { return links_.report(topology_); }
   size_t memory_bytes() const override;
@@ -48,7 +50,9 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
     uint64_t token = 0;
     Rank src = 0;
     Rank dst = 0;
+    uint32_t slot = UINT32_MAX;  // the link slot of a single-link (switch) message
   };
+  uint32_t take_pending();
   void handle_event(const Event& event) override;
   // Adds `delta` (+1 or -1) to the messages present on each link from src towards dst; on +1 also
   // charges bytes and busy time.

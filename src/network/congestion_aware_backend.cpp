@@ -19,9 +19,7 @@ void CongestionAwareBackend::set_listener(DeliveryListener& listener) {
   listener_ = &listener;
 }
 
-void CongestionAwareBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
-  assert(listener_ != nullptr && "congestion-aware backend: send before set_listener");
-  assert(src < topology_.rank_count() && dst < topology_.rank_count());
+uint32_t CongestionAwareBackend::take_message() {
   uint32_t index = 0;
   if (free_messages_.empty()) {
     index = static_cast<uint32_t>(messages_.size());
@@ -30,14 +28,37 @@ void CongestionAwareBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t t
     index = free_messages_.back();
     free_messages_.pop_back();
   }
+  messages_[index] = Message{};
+  ++in_flight_;
+  return index;
+}
+
+void CongestionAwareBackend::send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes,
+                                         uint64_t token) {
+  assert(listener_ != nullptr && "congestion-aware backend: send before set_listener");
+  const Hop hop = up ? topology_.switch_uplink(rank, dim) : topology_.switch_downlink(rank, dim);
+  const uint32_t index = take_message();
   Message& message = messages_[index];
-  message = Message{};
+  message.token = token;
+  message.bytes = bytes;
+  message.dst = rank;
+  message.stop = hop.next;
+  message.at = up ? rank : topology_.switch_uplink(rank, dim).next;
+  message.next = message.at;
+  enqueue(index, hop);
+}
+
+void CongestionAwareBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
+  assert(listener_ != nullptr && "congestion-aware backend: send before set_listener");
+  assert(src < topology_.rank_count() && dst < topology_.rank_count());
+  const uint32_t index = take_message();
+  Message& message = messages_[index];
   message.token = token;
   message.bytes = bytes;
   message.dst = dst;
+  message.stop = dst;
   message.at = src;
   message.next = src;
-  ++in_flight_;
   if (src == dst) {
     // Delivered now, but from inside an event like every other delivery.
     (void)engine_.schedule_after(SimTime::zero(), id_, kArrive, index);
@@ -47,8 +68,11 @@ void CongestionAwareBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t t
 }
 
 void CongestionAwareBackend::forward(uint32_t index) {
+  enqueue(index, topology_.next_hop(messages_[index].at, messages_[index].dst));
+}
+
+void CongestionAwareBackend::enqueue(uint32_t index, const Hop& hop) {
   Message& message = messages_[index];
-  const Hop hop = topology_.next_hop(message.at, message.dst);
   message.next = hop.next;
   const uint32_t slot = links_.slot(hop.link);
   if (slot == queues_.size()) {
@@ -111,7 +135,7 @@ void CongestionAwareBackend::handle_event(const Event& event) {
     case kArrive: {
       Message& message = messages_[index];
       message.at = message.next;
-      if (message.at == message.dst) {
+      if (message.at == message.stop) {
         deliver(index);
       } else {
         forward(index);

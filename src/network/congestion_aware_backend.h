@@ -35,6 +35,8 @@ class CongestionAwareBackend final : public NetworkBackend, private EventHandler
   void set_listener(DeliveryListener& listener) override;
   // One event per hop (plus link-free events while queues are non-empty).
   void send(Rank src, Rank dst, uint64_t bytes, uint64_t token) override;
+  // One hop through the switch's up or down link queue.
+  void send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes, uint64_t token) override;
   uint64_t in_flight() const override { return in_flight_; }
   std::vector<LinkStats> link_stats() const override { return links_.report(topology_); }
   size_t memory_bytes() const override;
@@ -47,6 +49,7 @@ class CongestionAwareBackend final : public NetworkBackend, private EventHandler
     uint64_t token = 0;
     uint64_t bytes = 0;
     Rank dst = 0;
+    NodeId stop = 0;  // where it is delivered: dst, or a switch for an in-network hop up
     NodeId at = 0;    // where the message is stored now
     NodeId next = 0;  // where the link it is on leads
     uint32_t next_in_queue = kNone;
@@ -62,6 +65,9 @@ class CongestionAwareBackend final : public NetworkBackend, private EventHandler
   void handle_event(const Event& event) override;
   // Puts message `index` (stored at its `at` node) on the first link towards its destination.
   void forward(uint32_t index);
+  // Puts the message on `hop`'s link queue (sending it at once when the link is free).
+  void enqueue(uint32_t index, const Hop& hop);
+  uint32_t take_message();
   // Starts sending message `index` on the link in `slot` now.
   void transmit(uint32_t index, uint32_t slot);
   void deliver(uint32_t index);

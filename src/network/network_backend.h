@@ -70,6 +70,11 @@ class NetworkBackend {
   // events and O(hops) work for the analytical backend; O(hops) events for congestion-aware.
   virtual void send(Rank src, Rank dst, uint64_t bytes, uint64_t token) = 0;
 
+  // One hop of an in-network collective in Switch dimension `dim`: `bytes` from `rank` up to its
+  // switch (up) or from the switch down to `rank`. Delivered through on_delivered(token) like
+  // send(). Cost as send() for one hop.
+  virtual void send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes, uint64_t token) = 0;
+
   // Messages sent and not yet delivered.
   virtual uint64_t in_flight() const = 0;
 

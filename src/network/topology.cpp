@@ -262,4 +262,22 @@ Hop Topology::next_hop(NodeId at, Rank dst) const {
   return hop;
 }
 
+Hop Topology::switch_uplink(Rank rank, uint32_t dim) const {
+  const DimLayout& layout = dims_[dim];
+  assert(layout.spec.kind == TopologyKind::kSwitch);
+  const uint32_t group = group_of(rank, dim);
+  Hop hop;
+  hop.dimension = dim;
+  hop.link = layout.link_base + uint64_t{group} * layout.links_per_group + 2 * uint64_t{coordinate(rank, dim)};
+  hop.next = rank_count_ + layout.switch_base + group;
+  return hop;
+}
+
+Hop Topology::switch_downlink(Rank rank, uint32_t dim) const {
+  Hop hop = switch_uplink(rank, dim);
+  hop.link += 1;
+  hop.next = rank;
+  return hop;
+}
+
 }  // namespace orrery::net

@@ -120,6 +120,11 @@ class Topology {
   // as ASTRA-sim does. Repeated calls walk the whole route. O(dimensions).
   Hop next_hop(NodeId at, Rank dst) const;
 
+  // In a Switch dimension `dim`: the link from `rank` up to its switch (next = the switch), or
+  // from the switch down to `rank` (next = rank). For in-network collectives. O(1).
+  Hop switch_uplink(Rank rank, uint32_t dim) const;
+  Hop switch_downlink(Rank rank, uint32_t dim) const;
+
  private:
   struct DimLayout {
     Dimension spec;

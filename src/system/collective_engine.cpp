@@ -36,6 +36,11 @@ size_t CollectiveEngine::MatchKeyHash::operator()(const MatchKey& key) const {
                                  mix(uint64_t{key.instance} << 32 | key.chunk) ^ key.phase));
 }
 
+size_t CollectiveEngine::SwitchKeyHash::operator()(const SwitchKey& key) const {
+  return static_cast<size_t>(mix((uint64_t{key.instance} << 32 | key.chunk) ^
+                                 mix(uint64_t{key.phase} << 32 | key.switch_node)));
+}
+
 size_t CollectiveEngine::P2pKeyHash::operator()(const P2pKey& key) const {
   return static_cast<size_t>(
       mix((uint64_t{key.src} << 32 | key.dst) ^
@@ -68,6 +73,22 @@ Expected<std::unique_ptr<CollectiveEngine>> CollectiveEngine::create(EventEngine
         std::pair{&config.reduce_scatter, "reduce-scatter-implementation"},
         std::pair{&config.all_to_all, "all-to-all-implementation"}}) {
     if (Status status = check(*list, key); !status) return status.error();
+  }
+  // In-network collectives need a switch to reduce in.
+  const net::Topology& topology = network.topology();
+  for (const auto& [list, key] :
+       {std::pair{&config.all_reduce, "all-reduce-implementation"},
+        std::pair{&config.all_gather, "all-gather-implementation"},
+        std::pair{&config.reduce_scatter, "reduce-scatter-implementation"}}) {
+    for (uint32_t dim = 0; dim < list->size() && dim < dims; ++dim) {
+      if ((*list)[dim].kind == AlgorithmKind::kInSwitch &&
+          topology.dimension(dim).kind != net::TopologyKind::kSwitch) {
+        return Error::make(ErrorKind::kConfig,
+                           "{}: key '{}': dimension {} is a {}; inSwitch needs a Switch dimension",
+                           config.path.empty() ? "system configuration" : config.path, key, dim,
+                           net::topology_kind_name(topology.dimension(dim).kind));
+      }
+    }
   }
   if (!config.local_mem_bw_gbps) {
     return Error::make(ErrorKind::kConfig,
@@ -545,9 +566,12 @@ void CollectiveEngine::send_message(uint32_t stream_id, uint32_t to_index, uint6
 }
 
 void CollectiveEngine::post_receive(uint32_t stream_id, uint32_t from_index) {
+  post_receive_from(stream_id, member(streams_[stream_id], from_index));
+}
+
+void CollectiveEngine::post_receive_from(uint32_t stream_id, Rank source) {
   const Stream& stream = streams_[stream_id];
-  const MatchKey key{stream.rank, member(stream, from_index), stream.instance, stream.chunk,
-                     stream.phase_index};
+  const MatchKey key{stream.rank, source, stream.instance, stream.chunk, stream.phase_index};
   auto [entry, inserted] = matches_.try_emplace(key);
   if (entry->second.arrived > 0) {
     if (--entry->second.arrived == 0 && entry->second.posted == 0) matches_.erase(entry);
@@ -558,9 +582,77 @@ void CollectiveEngine::post_receive(uint32_t stream_id, uint32_t from_index) {
   entry->second.stream = stream_id;
 }
 
+void CollectiveEngine::send_up(uint32_t stream_id) {
+  const Stream& stream = streams_[stream_id];
+  const Phase& phase = stream.phases[stream.phase_index];
+  uint32_t token = 0;
+  if (!free_messages_.empty()) {
+    token = free_messages_.back();
+    free_messages_.pop_back();
+  } else {
+    token = static_cast<uint32_t>(messages_.size());
+    messages_.emplace_back();
+  }
+  Message& message = messages_[token];
+  message = Message();
+  message.switch_up = true;
+  message.dim = phase.dim;
+  message.src = stream.rank;
+  message.dst = stream.rank;
+  message.bytes = stream.message;
+  message.instance = stream.instance;
+  message.chunk = stream.chunk;
+  message.phase = stream.phase_index;
+  // What comes back down: the reduced buffer (all-reduce), this member's share of it
+  // (reduce-scatter), or everyone's data (all-gather).
+  switch (phase.op) {
+    case Op::kReduceScatter: message.down_bytes = stream.message / stream.n; break;
+    case Op::kAllGather: message.down_bytes = stream.message * stream.n; break;
+    default: message.down_bytes = stream.message; break;
+  }
+  ++messages_sent_;
+  network_.send_switch(stream.rank, phase.dim, /*up=*/true, message.bytes, token);
+}
+
+void CollectiveEngine::on_switch_arrival(const Message& message) {
+  const uint32_t switch_node = topology_.switch_uplink(message.src, message.dim).next;
+  const SwitchKey key{message.instance, message.chunk, message.phase, switch_node};
+  const uint32_t members = topology_.size(message.dim);
+  auto [entry, inserted] = switch_arrivals_.try_emplace(key, 0);
+  if (++entry->second < members) return;
+  switch_arrivals_.erase(entry);
+  // Every member's data is in: the switch combines it at line rate and answers each member.
+  for (uint32_t coord = 0; coord < members; ++coord) {
+    uint32_t token = 0;
+    if (!free_messages_.empty()) {
+      token = free_messages_.back();
+      free_messages_.pop_back();
+    } else {
+      token = static_cast<uint32_t>(messages_.size());
+      messages_.emplace_back();
+    }
+    Message& down = messages_[token];
+    down = Message();
+    down.switch_down = true;
+    down.dim = message.dim;
+    down.src = kFromSwitch;
+    down.dst = topology_.peer(message.src, message.dim, coord);
+    down.bytes = message.down_bytes;
+    down.instance = message.instance;
+    down.chunk = message.chunk;
+    down.phase = message.phase;
+    ++messages_sent_;
+    network_.send_switch(down.dst, down.dim, /*up=*/false, down.bytes, token);
+  }
+}
+
 void CollectiveEngine::on_delivered(uint64_t token) {
   const Message message = messages_[token];
   free_messages_.push_back(static_cast<uint32_t>(token));
+  if (message.switch_up) {
+    on_switch_arrival(message);
+    return;
+  }
   if (message.p2p) {
     P2pEntry& entry = p2p_[P2pKey{message.src, message.dst, message.tag, message.scope}];
     // The send completes on delivery.
@@ -682,6 +774,13 @@ void CollectiveEngine::phase_init(uint32_t stream_id) {
   }
 
   const AlgorithmKind kind = phase.algorithm.kind;
+  if (kind == AlgorithmKind::kInSwitch) {
+    stream.machine = Machine::kInSwitch;
+    stream.message = x;
+    stream.round = 0;
+    bundle(stream_id, false, 0);
+    return;
+  }
   if (kind == AlgorithmKind::kHalvingDoubling) {
     stream.machine = Machine::kHalvingDoubling;
     const uint32_t steps = floor_log2(n);
@@ -887,6 +986,15 @@ void CollectiveEngine::on_general(uint32_t stream_id) {
       }
       return;
     }
+    case Machine::kInSwitch:
+      if (stream.round == 0) {
+        send_up(stream_id);
+        post_receive_from(stream_id, kFromSwitch);
+        stream.round = 1;
+      } else {
+        finish_phase(stream_id);
+      }
+      return;
     case Machine::kBarrier: {
       const uint32_t rounds = ceil_log2(n);
       if (stream.round == rounds) {
@@ -946,6 +1054,7 @@ void CollectiveEngine::on_received(uint32_t stream_id) {
       return;
     case Machine::kRooted:
     case Machine::kBarrier:
+    case Machine::kInSwitch:
       bundle(stream_id, false, 0);
       return;
     case Machine::kTree:

@@ -151,7 +151,7 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
     kScatter,
     kBarrier
   };
-  enum class Machine : uint8_t { kRing, kHalvingDoubling, kTree, kChain, kRooted, kBarrier };
+  enum class Machine : uint8_t { kRing, kHalvingDoubling, kTree, kChain, kRooted, kBarrier, kInSwitch };
 
   struct Group {
     std::string name;
@@ -240,6 +240,20 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   struct MatchKeyHash {
     size_t operator()(const MatchKey& key) const;
   };
+  // Messages of one in-network collective step gathering at one switch.
+  struct SwitchKey {
+    uint32_t instance;
+    uint32_t chunk;
+    uint32_t phase;
+    uint32_t switch_node;
+    bool operator==(const SwitchKey&) const = default;
+  };
+  struct SwitchKeyHash {
+    size_t operator()(const SwitchKey& key) const;
+  };
+  // The source of a message sent down by a switch, in MatchKey.src.
+  static constexpr Rank kFromSwitch = UINT32_MAX;
+
   struct MatchEntry {
     uint32_t arrived = 0;
     uint32_t posted = 0;
@@ -273,6 +287,11 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
 
   struct Message {
     bool p2p = false;
+    // An in-network collective's hop: up to the switch of `dim`, or down from it.
+    bool switch_up = false;
+    bool switch_down = false;
+    uint32_t dim = 0;
+    uint64_t down_bytes = 0;  // switch_up: what the switch sends each member once all arrived
     Rank src = 0;
     Rank dst = 0;
     uint64_t bytes = 0;
@@ -327,6 +346,11 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   Rank member(const Stream& stream, uint32_t index) const;
   void send_message(uint32_t stream, uint32_t to_index, uint64_t bytes);
   void post_receive(uint32_t stream, uint32_t from_index);
+  void post_receive_from(uint32_t stream, Rank source);
+  // In-network collectives: a member sends its data up; the switch answers every member once
+  // all have arrived.
+  void send_up(uint32_t stream);
+  void on_switch_arrival(const Message& message);
 
   std::vector<Phase> plan_phases(const Instance& instance, uint64_t chunk_bytes) const;
 
@@ -367,6 +391,7 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   std::vector<std::vector<uint32_t>> queues_;
   std::vector<uint32_t> running_;
   std::unordered_map<MatchKey, MatchEntry, MatchKeyHash> matches_;
+  std::unordered_map<SwitchKey, uint32_t, SwitchKeyHash> switch_arrivals_;
   std::unordered_map<P2pKey, P2pEntry, P2pKeyHash> p2p_;
   std::vector<Message> messages_;
   std::vector<uint32_t> free_messages_;

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kAlgorithmNames =
     "ring, direct, directN (e.g. direct4), halvingDoubling, doubleBinaryTree, oneRing, oneDirect, "
-    "oneDirectN, oneHalvingDoubling";
+    "oneDirectN, oneHalvingDoubling, inSwitch";
 
 // Keys ASTRA-sim 2.x reads (or older 2.x example files carry) that change nothing in its
 // analytical results, or only name an output file orrery does not write.
@@ -147,6 +147,12 @@ Status read_algorithms(const JsonConfig& config, const CollectiveKeys& keys,
                                       "only (expected one of ring, direct, directN, "
                                       "halvingDoubling, oneRing, oneDirect, oneDirectN, "
                                       "oneHalvingDoubling)",
+                                      idx));
+    }
+    if (algorithm->kind == AlgorithmKind::kInSwitch && keys.native == "all-to-all-implementation") {
+      return config.error(keys.native,
+                          fmt::format("dimension {}: inSwitch reduces or gathers inside a switch; "
+                                      "an all-to-all has nothing to combine there",
                                       idx));
     }
     out.push_back(*algorithm);
@@ -330,7 +336,8 @@ Expected<Algorithm> parse_algorithm(std::string_view name) {
     std::string_view name;
     AlgorithmKind kind;
   };
-  static constexpr std::array<Plain, 5> kPlain = {{
+  static constexpr std::array<Plain, 6> kPlain = {{
+      {"inSwitch", AlgorithmKind::kInSwitch},
       {"ring", AlgorithmKind::kRing},
       {"halvingDoubling", AlgorithmKind::kHalvingDoubling},
       {"doubleBinaryTree", AlgorithmKind::kDoubleBinaryTree},
@@ -376,6 +383,8 @@ std::string algorithm_name(const Algorithm& algorithm) {
       return algorithm.window == 0 ? "oneDirect" : fmt::format("oneDirect{}", algorithm.window);
     case AlgorithmKind::kOneHalvingDoubling:
       return "oneHalvingDoubling";
+    case AlgorithmKind::kInSwitch:
+      return "inSwitch";
   }
   return "unknown";
 }

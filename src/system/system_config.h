@@ -28,6 +28,7 @@ enum class AlgorithmKind : uint8_t {
   kOneRing,           // flat over all ranks of the group
   kOneDirect,
   kOneHalvingDoubling,
+  kInSwitch,  // orrery: the Switch of the dimension reduces (or gathers) inside the network
 };
 
 struct Algorithm {
@@ -37,7 +38,8 @@ struct Algorithm {
 };
 
 // "ring", "direct", "direct4", "halvingDoubling", "doubleBinaryTree", "oneRing", "oneDirect",
-// "oneDirect8", "oneHalvingDoubling". Error (kConfig) otherwise, listing the accepted names.
+// "oneDirect8", "oneHalvingDoubling", and orrery's "inSwitch" (in-network collectives on a Switch
+// dimension; not for all-to-all). Error (kConfig) otherwise, listing the accepted names.
 Expected<Algorithm> parse_algorithm(std::string_view name);
 // The name as written in a configuration file.
 std::string algorithm_name(const Algorithm& algorithm);
