@@ -19,19 +19,23 @@ int64_t hop_ps(uint64_t bytes, uint64_t gbps, int64_t latency_ns) {
   return latency_ns * 1000 + static_cast<int64_t>((numerator + denominator / 2) / denominator);
 }
 
-std::string in_switch_system(int splits, int endpoint_delay, const std::string& optimization = "baseline",
+std::string in_switch_system(int splits, int endpoint_delay,
+                             const std::string& optimization = "baseline",
                              const std::string& dim0 = "inSwitch", const std::string& dim1 = "") {
-  const std::string list = dim1.empty() ? "[\"" + dim0 + "\"]" : "[\"" + dim0 + "\", \"" + dim1 + "\"]";
+  const std::string list =
+      dim1.empty() ? "[\"" + dim0 + "\"]" : "[\"" + dim0 + "\", \"" + dim1 + "\"]";
   const std::string a2a = dim1.empty() ? "[\"direct\"]" : "[\"direct\", \"direct\"]";
   return fmt::format(
       "{{\"preferred-dataset-splits\": {}, \"endpoint-delay\": {}, \"local-mem-bw\": 1e18,\n"
-      " \"collective-optimization\": \"{}\", \"all-reduce-implementation\": {}, \"reduce-scatter-implementation\": {},\n"
+      " \"collective-optimization\": \"{}\", \"all-reduce-implementation\": {}, "
+      "\"reduce-scatter-implementation\": {},\n"
       " \"all-gather-implementation\": {}, \"all-to-all-implementation\": {}}}\n",
       splits, endpoint_delay, optimization, list, list, list, a2a);
 }
 
-int64_t run_ps(MicrobenchKind kind, uint64_t bytes, const std::string& system, const std::string& network,
-               uint32_t ranks, const std::string& backend = "analytical") {
+int64_t run_ps(MicrobenchKind kind, uint64_t bytes, const std::string& system,
+               const std::string& network, uint32_t ranks,
+               const std::string& backend = "analytical") {
   TempDir dir;
   test::MicroRun run;
   run.kind = kind;
@@ -52,8 +56,8 @@ constexpr uint64_t kS = 8 << 20;
 
 TEST(InSwitch, all_reduce_goes_up_once_and_comes_down_once) {
   for (const char* backend : {"analytical", "congestion-aware"}) {
-    EXPECT_EQ(run_ps(MicrobenchKind::kAllReduce, kS, in_switch_system(1, 0), test::network_yaml("Switch", "8", "50", "500"),
-                     8, backend),
+    EXPECT_EQ(run_ps(MicrobenchKind::kAllReduce, kS, in_switch_system(1, 0),
+                     test::network_yaml("Switch", "8", "50", "500"), 8, backend),
               2 * hop_ps(kS, 50, 500))
         << backend;
   }
@@ -70,20 +74,22 @@ TEST(InSwitch, reduce_scatter_comes_down_as_one_share_and_all_gather_as_everythi
 TEST(InSwitch, endpoint_delay_and_chunks_apply_as_for_every_algorithm) {
   // 4 chunks one after the other, each E + up + E + down... : E at the start, E after the receive.
   const int64_t chunk = 10000 + hop_ps(kS / 4, 50, 500) + hop_ps(kS / 4, 50, 500) + 10000;
-  EXPECT_EQ(run_ps(MicrobenchKind::kAllReduce, kS, in_switch_system(4, 10), test::network_yaml("Switch", "8", "50", "500"), 8),
+  EXPECT_EQ(run_ps(MicrobenchKind::kAllReduce, kS, in_switch_system(4, 10),
+                   test::network_yaml("Switch", "8", "50", "500"), 8),
             4 * chunk);
 }
 
 TEST(InSwitch, beats_a_ring_all_reduce_on_the_same_switch) {
   // 64 MiB in 4 chunks of C = 16 MiB, congestion-aware (store and forward through the switch).
   const std::string network = test::network_yaml("Switch", "8", "50", "500");
-  const int64_t in_switch = run_ps(MicrobenchKind::kAllReduce, 64 << 20, in_switch_system(4, 10), network, 8,
-                                   "congestion-aware");
-  const int64_t ring = run_ps(MicrobenchKind::kAllReduce, 64 << 20, test::system_json("ring", 1), network, 8,
-                              "congestion-aware");
+  const int64_t in_switch = run_ps(MicrobenchKind::kAllReduce, 64 << 20, in_switch_system(4, 10),
+                                   network, 8, "congestion-aware");
+  const int64_t ring = run_ps(MicrobenchKind::kAllReduce, 64 << 20, test::system_json("ring", 1),
+                              network, 8, "congestion-aware");
   const uint64_t chunk = 16 << 20;
   EXPECT_EQ(in_switch, 4 * (10000 + 2 * hop_ps(chunk, 50, 500) + 10000));
-  // Ring: 14 messages of C/8, each two hops, each receive E, 7 reductions of 3 x floor(m / 1600) ns.
+  // Ring: 14 messages of C/8, each two hops, each receive E, 7 reductions of 3 x floor(m / 1600)
+  // ns.
   const int64_t reduction = 3 * (static_cast<int64_t>(chunk / 8) / 1600) * 1000;
   EXPECT_EQ(ring, 4 * (10000 + 14 * (2 * hop_ps(chunk / 8, 50, 500) + 10000) + 7 * reduction));
   // The bandwidth term alone: 2 (n-1)/n x per member through two links against x each way.
@@ -95,7 +101,8 @@ TEST(InSwitch, in_a_hierarchy_only_the_switch_dimension_reduces_in_the_network) 
   // switch on S/4 (up and down), all-gather back on the ring (3 x S/4).
   const int64_t ring_step = hop_ps(kS / 4, 100, 500);
   const int64_t expected = 3 * ring_step + 2 * hop_ps(kS / 4, 25, 2000) + 3 * ring_step;
-  EXPECT_EQ(run_ps(MicrobenchKind::kAllReduce, kS, in_switch_system(1, 0, "localBWAware", "ring", "inSwitch"),
+  EXPECT_EQ(run_ps(MicrobenchKind::kAllReduce, kS,
+                   in_switch_system(1, 0, "localBWAware", "ring", "inSwitch"),
                    test::network_yaml("Ring, Switch", "4, 2", "100, 25", "500, 2000"), 8),
             expected);
 }
@@ -107,7 +114,8 @@ TEST(InSwitch, a_dimension_without_a_switch_is_refused) {
   run.network = test::network_yaml("Ring", "8", "50", "500");
   auto result = test::run_micro(run, dir);
   ASSERT_FALSE(result);
-  EXPECT_NE(result.error().message().find("key 'all-reduce-implementation': dimension 0 is a Ring; inSwitch needs a Switch dimension"),
+  EXPECT_NE(result.error().message().find("key 'all-reduce-implementation': dimension 0 is a Ring; "
+                                          "inSwitch needs a Switch dimension"),
             std::string::npos)
       << result.error().message();
 }
