@@ -1,5 +1,7 @@
 #include "system/collective_engine.h"
 
+#include "core/slot_pool.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -389,14 +391,7 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
   const uint64_t chunks = (total + chunk - 1) / chunk;
   const std::vector<Phase> phases = custom ? std::vector<Phase>() : plan_phases(instance, chunk);
 
-  uint32_t owner = 0;
-  if (!free_rank_collectives_.empty()) {
-    owner = free_rank_collectives_.back();
-    free_rank_collectives_.pop_back();
-  } else {
-    owner = static_cast<uint32_t>(rank_collectives_.size());
-    rank_collectives_.emplace_back();
-  }
+  const uint32_t owner = take_slot(rank_collectives_, free_rank_collectives_);
   rank_collectives_[owner] = RankCollective{instance_id, rank, static_cast<uint32_t>(chunks),
                                             request.cookie, request.node_id};
   if (custom) {
@@ -421,16 +416,8 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
       break;
   }
   for (uint64_t index = 0; index < chunks; ++index) {
-    uint32_t stream_id = 0;
-    if (!free_streams_.empty()) {
-      stream_id = free_streams_.back();
-      free_streams_.pop_back();
-    } else {
-      stream_id = static_cast<uint32_t>(streams_.size());
-      streams_.emplace_back();
-    }
+    const uint32_t stream_id = take_slot(streams_, free_streams_);
     Stream& stream = streams_[stream_id];
-    stream = Stream();
     stream.rank = rank;
     stream.owner = owner;
     stream.instance = instance_id;
@@ -545,16 +532,8 @@ void CollectiveEngine::bundle(uint32_t stream_id, bool reduce, uint64_t bytes) {
 
 void CollectiveEngine::send_message(uint32_t stream_id, uint32_t to_index, uint64_t bytes) {
   const Stream& stream = streams_[stream_id];
-  uint32_t token = 0;
-  if (!free_messages_.empty()) {
-    token = free_messages_.back();
-    free_messages_.pop_back();
-  } else {
-    token = static_cast<uint32_t>(messages_.size());
-    messages_.emplace_back();
-  }
+  const uint32_t token = new_message();
   Message& message = messages_[token];
-  message = Message();
   message.src = stream.rank;
   message.dst = member(stream, to_index);
   message.bytes = bytes;
@@ -585,16 +564,8 @@ void CollectiveEngine::post_receive_from(uint32_t stream_id, Rank source) {
 void CollectiveEngine::send_up(uint32_t stream_id) {
   const Stream& stream = streams_[stream_id];
   const Phase& phase = stream.phases[stream.phase_index];
-  uint32_t token = 0;
-  if (!free_messages_.empty()) {
-    token = free_messages_.back();
-    free_messages_.pop_back();
-  } else {
-    token = static_cast<uint32_t>(messages_.size());
-    messages_.emplace_back();
-  }
+  const uint32_t token = new_message();
   Message& message = messages_[token];
-  message = Message();
   message.switch_up = true;
   message.dim = phase.dim;
   message.src = stream.rank;
@@ -606,9 +577,15 @@ void CollectiveEngine::send_up(uint32_t stream_id) {
   // What comes back down: the reduced buffer (all-reduce), this member's share of it
   // (reduce-scatter), or everyone's data (all-gather).
   switch (phase.op) {
-    case Op::kReduceScatter: message.down_bytes = stream.message / stream.n; break;
-    case Op::kAllGather: message.down_bytes = stream.message * stream.n; break;
-    default: message.down_bytes = stream.message; break;
+    case Op::kReduceScatter:
+      message.down_bytes = stream.message / stream.n;
+      break;
+    case Op::kAllGather:
+      message.down_bytes = stream.message * stream.n;
+      break;
+    default:
+      message.down_bytes = stream.message;
+      break;
   }
   ++messages_sent_;
   network_.send_switch(stream.rank, phase.dim, /*up=*/true, message.bytes, token);
@@ -623,16 +600,8 @@ void CollectiveEngine::on_switch_arrival(const Message& message) {
   switch_arrivals_.erase(entry);
   // Every member's data is in: the switch combines it at line rate and answers each member.
   for (uint32_t coord = 0; coord < members; ++coord) {
-    uint32_t token = 0;
-    if (!free_messages_.empty()) {
-      token = free_messages_.back();
-      free_messages_.pop_back();
-    } else {
-      token = static_cast<uint32_t>(messages_.size());
-      messages_.emplace_back();
-    }
+    const uint32_t token = new_message();
     Message& down = messages_[token];
-    down = Message();
     down.switch_down = true;
     down.dim = message.dim;
     down.src = kFromSwitch;
@@ -1078,16 +1047,8 @@ void CollectiveEngine::issue_recv(Rank dst, Rank src, int64_t tag, uint64_t byte
 
 void CollectiveEngine::p2p_send(Rank src, Rank dst, int64_t tag, uint32_t scope, uint64_t bytes,
                                 uint64_t cookie, uint64_t node_id, uint32_t run) {
-  uint32_t token = 0;
-  if (!free_messages_.empty()) {
-    token = free_messages_.back();
-    free_messages_.pop_back();
-  } else {
-    token = static_cast<uint32_t>(messages_.size());
-    messages_.emplace_back();
-  }
+  const uint32_t token = new_message();
   Message& message = messages_[token];
-  message = Message();
   message.p2p = true;
   message.src = src;
   message.dst = dst;
@@ -1115,15 +1076,7 @@ void CollectiveEngine::p2p_recv(Rank dst, Rank src, int64_t tag, uint32_t scope,
                        dst, node_id, bytes, src, tag, src, arrived.node_id, arrived.bytes));
       return;
     }
-    uint32_t token = 0;
-    if (!free_messages_.empty()) {
-      token = free_messages_.back();
-      free_messages_.pop_back();
-    } else {
-      token = static_cast<uint32_t>(messages_.size());
-      messages_.emplace_back();
-    }
-    messages_[token] = Message();
+    const uint32_t token = new_message();
     messages_[token].dst = dst;
     messages_[token].cookie = cookie;
     messages_[token].run = run;

@@ -36,6 +36,7 @@
 #include "chakra/trace_graph.h"
 #include "core/error.h"
 #include "core/event_engine.h"
+#include "core/slot_pool.h"
 #include "core/time.h"
 #include "network/network_backend.h"
 #include "system/collective.h"
@@ -151,7 +152,15 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
     kScatter,
     kBarrier
   };
-  enum class Machine : uint8_t { kRing, kHalvingDoubling, kTree, kChain, kRooted, kBarrier, kInSwitch };
+  enum class Machine : uint8_t {
+    kRing,
+    kHalvingDoubling,
+    kTree,
+    kChain,
+    kRooted,
+    kBarrier,
+    kInSwitch
+  };
 
   struct Group {
     std::string name;
@@ -345,6 +354,8 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   void bundle(uint32_t stream, bool reduce, uint64_t bytes);
   Rank member(const Stream& stream, uint32_t index) const;
   void send_message(uint32_t stream, uint32_t to_index, uint64_t bytes);
+  // A fresh Message slot; its index is the network token.
+  uint32_t new_message() { return take_slot(messages_, free_messages_); }
   void post_receive(uint32_t stream, uint32_t from_index);
   void post_receive_from(uint32_t stream, Rank source);
   // In-network collectives: a member sends its data up; the switch answers every member once

@@ -7,6 +7,7 @@
 
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
+#include "core/slot_pool.h"
 #include "system/collective_engine.h"
 
 namespace orrery::sys {
@@ -40,14 +41,7 @@ Status CollectiveEngine::start_custom(uint32_t owner, uint32_t position,
     custom->deps = chakra::DependencyGraph::build(custom->graph, chakra::DependencyKinds::kBoth);
     found = custom_graphs_.emplace(key, std::move(custom)).first;
   }
-  uint32_t run = 0;
-  if (!free_custom_runs_.empty()) {
-    run = free_custom_runs_.back();
-    free_custom_runs_.pop_back();
-  } else {
-    run = static_cast<uint32_t>(custom_runs_.size());
-    custom_runs_.emplace_back();
-  }
+  const uint32_t run = take_slot(custom_runs_, free_custom_runs_);
   CustomRun& state = custom_runs_[run];
   state.owner = owner;
   state.instance = rank_collectives_[owner].instance;
