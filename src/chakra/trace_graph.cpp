@@ -503,6 +503,82 @@ Expected<std::optional<std::vector<std::string_view>>> TraceGraph::get_string_li
   return std::optional<std::vector<std::string_view>>(std::move(values));
 }
 
+bool TraceGraph::same_work(const TraceGraph& other) const {
+  if (size() != other.size()) return false;
+  auto same_deps = [&](std::span<const uint64_t> mine, std::span<const uint64_t> theirs, NodeIndex node) {
+    if (mine.size() != theirs.size()) return false;
+    for (size_t idx = 0; idx < mine.size(); ++idx) {
+      // Compare positions: a parent outside the file, or the node itself, must be so in both.
+      const std::optional<NodeIndex> lhs = find(mine[idx]);
+      const std::optional<NodeIndex> rhs = other.find(theirs[idx]);
+      if (lhs != rhs) return false;
+      if (!lhs && (mine[idx] == id(node)) != (theirs[idx] == other.id(node))) return false;
+    }
+    return true;
+  };
+  auto same_list = [&](const Attribute& lhs, const Attribute& rhs) {
+    const ListRef& left = lists_[lhs.list];
+    const ListRef& right = other.lists_[rhs.list];
+    if (left.count != right.count) return false;
+    for (uint32_t idx = 0; idx < left.count; ++idx) {
+      switch (lhs.value_case) {
+        case AttributeProto::kDoubleList:
+        case AttributeProto::kFloatList:
+          if (double_pool_[left.first + idx] != other.double_pool_[right.first + idx]) return false;
+          break;
+        case AttributeProto::kStringList:
+        case AttributeProto::kBytesList:
+          if (strings_.view(string_pool_[left.first + idx]) !=
+              other.strings_.view(other.string_pool_[right.first + idx])) {
+            return false;
+          }
+          break;
+        default:
+          if (int_pool_[left.first + idx] != other.int_pool_[right.first + idx]) return false;
+      }
+    }
+    return true;
+  };
+  for (NodeIndex node = 0; node < size(); ++node) {
+    const NodeRecord& mine = nodes_[node];
+    const NodeRecord& theirs = other.nodes_[node];
+    if (mine.type != theirs.type || mine.duration_micros != theirs.duration_micros) return false;
+    if (!same_deps(data_deps(node), other.data_deps(node), node) ||
+        !same_deps(ctrl_deps(node), other.ctrl_deps(node), node)) {
+      return false;
+    }
+    const std::span<const Attribute> lhs = attributes(node);
+    const std::span<const Attribute> rhs = other.attributes(node);
+    if (lhs.size() != rhs.size()) return false;
+    for (size_t idx = 0; idx < lhs.size(); ++idx) {
+      const Attribute& left = lhs[idx];
+      const Attribute& right = rhs[idx];
+      if (left.value_case != right.value_case ||
+          strings_.view(left.name) != other.strings_.view(right.name)) {
+        return false;
+      }
+      switch (left.value_case) {
+        case AttributeProto::kStringVal:
+        case AttributeProto::kBytesVal:
+          if (strings_.view(left.str) != other.strings_.view(right.str)) return false;
+          break;
+        case AttributeProto::VALUE_NOT_SET:
+          break;
+        default:
+          if (is_integer_list(left.value_case) || left.value_case == AttributeProto::kDoubleList ||
+              left.value_case == AttributeProto::kFloatList ||
+              left.value_case == AttributeProto::kStringList ||
+              left.value_case == AttributeProto::kBytesList) {
+            if (!same_list(left, right)) return false;
+          } else if (left.u != right.u) {
+            return false;  // scalars compare by their bits
+          }
+      }
+    }
+  }
+  return true;
+}
+
 size_t TraceGraph::memory_bytes() const {
   return nodes_.capacity() * sizeof(NodeRecord) + io_.capacity() * sizeof(IoRecord) +
          (data_offsets_.capacity() + ctrl_offsets_.capacity() + attr_offsets_.capacity()) *

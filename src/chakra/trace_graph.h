@@ -150,6 +150,11 @@ class TraceGraph {
     return strings_.view(attribute.name);
   }
 
+  // Whether `other` describes the same work as this graph, node for node in file order: the same
+  // types, durations, attributes (by name and value) and dependencies (as positions in the file).
+  // Node ids, names and IOInfo may differ. Both graphs finished. O(nodes + edges + attributes).
+  bool same_work(const TraceGraph& other) const;
+
   // Bytes held by this graph (tables and strings), for benchmarks and capacity planning.
   size_t memory_bytes() const;
 

@@ -27,23 +27,29 @@ void AnalyticalBackend::set_listener(DeliveryListener& listener) {
   listener_ = &listener;
 }
 
+void AnalyticalBackend::occupy(uint32_t slot, uint64_t bytes, SimTime serialization,
+                               SimTime delivery) {
+  LinkCounters& counters = links_.counters(slot);
+  counters.bytes += bytes;
+  counters.busy += serialization;
+  ++counters.messages;
+  if (slot >= on_link_.size()) on_link_.resize(slot + 1);
+  auto& present = on_link_[slot];
+  const SimTime now = engine_.now();
+  while (!present.empty() && present.top() <= now) present.pop();
+  present.push(delivery);
+  counters.present = static_cast<uint32_t>(present.size());
+  counters.peak = std::max(counters.peak, counters.present);
+}
+
 void AnalyticalBackend::walk_route(Rank src, Rank dst, uint64_t bytes, SimTime serialization,
-                                   bool arriving) {
+                                   SimTime delivery) {
   const uint32_t dim = topology_.lowest_differing_dimension(src, dst);
   if (dim == kNoDimension) return;
   const Rank target = topology_.peer(src, dim, topology_.coordinate(dst, dim));
   for (NodeId at = src; at != target;) {
     const Hop hop = topology_.next_hop(at, target);
-    LinkCounters& counters = links_.counters(links_.slot(hop.link));
-    if (arriving) {
-      counters.bytes += bytes;
-      counters.busy += serialization;
-      ++counters.messages;
-      ++counters.present;
-      counters.peak = std::max(counters.peak, counters.present);
-    } else {
-      --counters.present;
-    }
+    occupy(links_.slot(hop.link), bytes, serialization, delivery);
     at = hop.next;
   }
 }
@@ -66,18 +72,12 @@ void AnalyticalBackend::send_switch(Rank rank, uint32_t dim, bool up, uint64_t b
   assert(listener_ != nullptr && "analytical backend: send before set_listener");
   const Hop hop = up ? topology_.switch_uplink(rank, dim) : topology_.switch_downlink(rank, dim);
   const uint32_t index = take_pending();
-  const uint32_t slot = links_.slot(hop.link);
-  pending_[index] = Pending{token, rank, rank, slot};
+  pending_[index] = Pending{token, rank, rank};
   const Dimension& spec = topology_.dimension(dim);
   const SimTime serialization = spec.bandwidth.serialization_time(bytes);
-  LinkCounters& counters = links_.counters(slot);
-  counters.bytes += bytes;
-  counters.busy += serialization;
-  ++counters.messages;
-  ++counters.present;
-  counters.peak = std::max(counters.peak, counters.present);
   SimTime delay = spec.latency + serialization;
   if (rounding_ == TimeRounding::kAstraSim) delay = truncate_to_ns(delay);
+  occupy(links_.slot(hop.link), bytes, serialization, engine_.now() + delay);
   (void)engine_.schedule_after(delay, id_, 0, index);
 }
 
@@ -85,13 +85,14 @@ void AnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token)
   assert(listener_ != nullptr && "analytical backend: send before set_listener");
   assert(src < topology_.rank_count() && dst < topology_.rank_count());
   const uint32_t index = take_pending();
-  pending_[index] = Pending{token, src, dst, UINT32_MAX};
+  pending_[index] = Pending{token, src, dst};
 
   SimTime delay = analytical_delay(topology_, src, dst, bytes);
   if (rounding_ == TimeRounding::kAstraSim) delay = truncate_to_ns(delay);
   const uint32_t dim = topology_.lowest_differing_dimension(src, dst);
   if (dim != kNoDimension) {
-    walk_route(src, dst, bytes, topology_.dimension(dim).bandwidth.serialization_time(bytes), true);
+    walk_route(src, dst, bytes, topology_.dimension(dim).bandwidth.serialization_time(bytes),
+               engine_.now() + delay);
   }
   (void)engine_.schedule_after(delay, id_, 0, index);
 }
@@ -101,17 +102,15 @@ void AnalyticalBackend::handle_event(const Event& event) {
   const Pending message = pending_[index];
   free_pending_.push_back(index);
   --in_flight_;
-  if (message.slot != UINT32_MAX) {
-    --links_.counters(message.slot).present;
-  } else {
-    walk_route(message.src, message.dst, 0, SimTime::zero(), false);
-  }
   listener_->on_delivered(message.token);
 }
 
 size_t AnalyticalBackend::memory_bytes() const {
+  size_t queued = 0;
+  for (const auto& present : on_link_) queued += present.size() * sizeof(SimTime);
   return sizeof(*this) + links_.memory_bytes() + pending_.capacity() * sizeof(Pending) +
-         free_pending_.capacity() * sizeof(uint32_t);
+         free_pending_.capacity() * sizeof(uint32_t) + on_link_.capacity() * sizeof(on_link_[0]) +
+         queued;
 }
 
 }  // namespace orrery::net

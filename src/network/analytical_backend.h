@@ -9,10 +9,13 @@
 //
 // Link statistics follow the links of that route within the dimension (from the source to its
 // peer with the destination's coordinate). Since links are not shared in this model, a link's
-// peak queue counts messages overlapping on it that the congestion-aware model would have queued.
+// peak queue counts messages overlapping on it that the congestion-aware model would have queued:
+// the most messages whose [send, delivery) intervals overlap at one instant (a message delivered
+// at t does not overlap one sent at t, whatever order the two events run in).
 #pragma once
 
 #include <cstdint>
+#include <queue>
 #include <vector>
 
 #include "core/event_engine.h"
@@ -50,13 +53,13 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
     uint64_t token = 0;
     Rank src = 0;
     Rank dst = 0;
-    uint32_t slot = UINT32_MAX;  // the link slot of a single-link (switch) message
   };
   uint32_t take_pending();
   void handle_event(const Event& event) override;
-  // Adds `delta` (+1 or -1) to the messages present on each link from src towards dst; on +1 also
-  // charges bytes and busy time.
-  void walk_route(Rank src, Rank dst, uint64_t bytes, SimTime serialization, bool arriving);
+  // Charges bytes and busy time to each link from src towards dst, and counts the message present
+  // on it until `delivery`.
+  void walk_route(Rank src, Rank dst, uint64_t bytes, SimTime serialization, SimTime delivery);
+  void occupy(uint32_t slot, uint64_t bytes, SimTime serialization, SimTime delivery);
 
   EventEngine& engine_;
   Topology topology_;
@@ -64,6 +67,9 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
   HandlerId id_;
   DeliveryListener* listener_ = nullptr;
   LinkTable links_;
+  // Per link slot: delivery times of the messages on it, earliest first (expired ones are dropped
+  // lazily when the next message arrives).
+  std::vector<std::priority_queue<SimTime, std::vector<SimTime>, std::greater<>>> on_link_;
   std::vector<Pending> pending_;
   std::vector<uint32_t> free_pending_;
   uint64_t in_flight_ = 0;
