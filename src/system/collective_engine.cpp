@@ -1,6 +1,7 @@
 #include "system/collective_engine.h"
 
 #include "core/slot_pool.h"
+#include "network/analytical_backend.h"
 
 #include <algorithm>
 #include <cassert>
@@ -109,7 +110,9 @@ CollectiveEngine::CollectiveEngine(EventEngine& engine, net::NetworkBackend& net
       network_(network),
       topology_(network.topology()),
       config_(config),
-      listener_(listener) {
+      listener_(listener),
+      options_(options),
+      mirror_traffic_(network.topology()) {
   id_ = engine_.register_handler(*this);
   network_.set_listener(*this);
   int64_t delay = config.endpoint_delay_ns;
@@ -119,7 +122,8 @@ CollectiveEngine::CollectiveEngine(EventEngine& engine, net::NetworkBackend& net
   endpoint_delay_ = SimTime::from_ns(delay);
   local_mem_bw_ = *config.local_mem_bw_gbps;
   queues_per_rank_ = topology_.dimension_count() + 1;
-  queues_.resize(size_t{topology_.rank_count()} * queues_per_rank_);
+  // In mirror mode only the representative (rank 0) has queues.
+  queues_.resize(size_t{options.mirror ? 1 : topology_.rank_count()} * queues_per_rank_);
   running_.assign(queues_.size(), 0);
 
   Group all;
@@ -587,19 +591,59 @@ void CollectiveEngine::send_up(uint32_t stream_id) {
       message.down_bytes = stream.message;
       break;
   }
+  if (options_.mirror) {
+    mirror_switch_hop(token, /*up=*/true);
+    return;
+  }
   ++messages_sent_;
   network_.send_switch(stream.rank, phase.dim, /*up=*/true, message.bytes, token);
+}
+
+void CollectiveEngine::mirror_send(uint32_t stream_id, uint32_t from, uint32_t to, uint64_t bytes) {
+  const Stream& stream = streams_[stream_id];
+  const Phase& phase = stream.phases[stream.phase_index];
+  const Rank me = stream.rank;
+  SimTime delay = net::analytical_delay(topology_, me, member(stream, to), bytes);
+  if (options_.rounding == net::TimeRounding::kAstraSim) delay = net::truncate_to_ns(delay);
+  const uint32_t token = new_message();
+  Message& message = messages_[token];
+  message.src = member(stream, from);
+  message.dst = me;
+  message.bytes = bytes;
+  message.instance = stream.instance;
+  message.chunk = stream.chunk;
+  message.phase = stream.phase_index;
+  mirror_traffic_.record_message(phase.dim, stream.index, to, bytes, engine_.now(),
+                                 engine_.now() + delay);
+  // Every rank sends its copy: the message count is the network's.
+  messages_sent_ += topology_.rank_count();
+  (void)engine_.schedule_after(delay, id_, kMirrorArrival, token);
+}
+
+void CollectiveEngine::mirror_switch_hop(uint32_t token, bool up) {
+  const Message& message = messages_[token];
+  const net::Dimension& spec = topology_.dimension(message.dim);
+  SimTime delay = spec.latency + spec.bandwidth.serialization_time(message.bytes);
+  if (options_.rounding == net::TimeRounding::kAstraSim) delay = net::truncate_to_ns(delay);
+  mirror_traffic_.record_switch(message.dim, up, message.bytes, engine_.now(),
+                                engine_.now() + delay);
+  messages_sent_ += topology_.rank_count();
+  (void)engine_.schedule_after(delay, id_, kMirrorArrival, token);
 }
 
 void CollectiveEngine::on_switch_arrival(const Message& message) {
   const uint32_t switch_node = topology_.switch_uplink(message.src, message.dim).next;
   const SwitchKey key{message.instance, message.chunk, message.phase, switch_node};
   const uint32_t members = topology_.size(message.dim);
-  auto [entry, inserted] = switch_arrivals_.try_emplace(key, 0);
-  if (++entry->second < members) return;
-  switch_arrivals_.erase(entry);
+  if (!options_.mirror) {
+    auto [entry, inserted] = switch_arrivals_.try_emplace(key, 0);
+    if (++entry->second < members) return;
+    switch_arrivals_.erase(entry);
+  }
   // Every member's data is in: the switch combines it at line rate and answers each member.
+  // (In mirror mode every member arrives with the representative, which alone is answered.)
   for (uint32_t coord = 0; coord < members; ++coord) {
+    if (options_.mirror && coord != topology_.coordinate(message.src, message.dim)) continue;
     const uint32_t token = new_message();
     Message& down = messages_[token];
     down.switch_down = true;
@@ -610,6 +654,10 @@ void CollectiveEngine::on_switch_arrival(const Message& message) {
     down.instance = message.instance;
     down.chunk = message.chunk;
     down.phase = message.phase;
+    if (options_.mirror) {
+      mirror_switch_hop(token, /*up=*/false);
+      continue;
+    }
     ++messages_sent_;
     network_.send_switch(down.dst, down.dim, /*up=*/false, down.bytes, token);
   }
@@ -685,6 +733,9 @@ void CollectiveEngine::handle_event(const Event& event) {
     }
     case kDoneNow:
       collective_finished(static_cast<uint32_t>(event.arg));
+      return;
+    case kMirrorArrival:
+      on_delivered(event.arg);
       return;
     case kCustomWork:
       custom_node_done(static_cast<uint32_t>(event.arg >> 32),
@@ -904,7 +955,11 @@ bool CollectiveEngine::send_packet(uint32_t stream_id) {
   } else {
     bytes = stream.message;
   }
-  send_message(stream_id, to, bytes);
+  if (options_.mirror) {
+    mirror_send(stream_id, from, to, bytes);
+  } else {
+    send_message(stream_id, to, bytes);
+  }
   post_receive(stream_id, from);
   --stream.stream_count;
   --stream.free;
@@ -1102,7 +1157,7 @@ void CollectiveEngine::collective_finished(uint32_t owner) {
   ++instance.finished;
   CollectiveRecord& record = records_[instance.record];
   record.last_finish = std::max(record.last_finish, engine_.now());
-  if (instance.finished == groups_[instance.group].ranks.size()) {
+  if (options_.mirror || instance.finished == groups_[instance.group].ranks.size()) {
     instance_index_.erase((uint64_t{instance.group} << 40) | instance.sequence);
   }
   free_rank_collectives_.push_back(owner);

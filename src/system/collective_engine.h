@@ -40,6 +40,7 @@
 #include "core/time.h"
 #include "network/network_backend.h"
 #include "system/collective.h"
+#include "system/mirror_traffic.h"
 #include "system/system_config.h"
 
 namespace orrery::sys {
@@ -86,6 +87,11 @@ struct CollectiveRecord {
 struct EngineOptions {
   // Multiplies the endpoint delay when the configuration sets one (ASTRA-sim's --injection-scale).
   double injection_scale = 1.0;
+  // Mirror mode (sim/symmetry.h): only rank 0 runs, standing for every rank of a symmetric run.
+  // Its messages do not go through the network backend: each one it sends is timed by the
+  // analytical model, and its mirror image (what the peer it receives from sends it) arrives then.
+  bool mirror = false;
+  net::TimeRounding rounding = net::TimeRounding::kAstraSim;  // for mirror-mode delays
 };
 
 class CollectiveEngine final : private EventHandler, private net::DeliveryListener {
@@ -129,17 +135,20 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   const std::vector<CollectiveRecord>& records() const { return records_; }
 
   uint64_t messages_sent() const { return messages_sent_; }
+  // Mirror mode: the traffic of every rank, recorded from the representative's messages.
+  const MirrorTraffic& mirror_traffic() const { return mirror_traffic_; }
 
  private:
   // Events the engine schedules for itself; `arg` is a stream id unless noted.
   enum EventKind : uint16_t {
-    kBundle = 1,        // endpoint delay over, no reduction: the algorithm continues
-    kBundleReduce = 2,  // endpoint delay over, a reduction follows
-    kReduced = 3,       // reduction over: the algorithm continues
-    kReceived = 4,      // a receive posted after its message arrived
-    kP2pRecvDone = 5,   // a point-to-point receive posted after its message arrived (arg: message)
-    kDoneNow = 6,       // a collective with nothing to do (arg: RankCollective)
-    kCustomWork = 7,    // a custom collective's compute node finished (arg: run << 32 | node)
+    kBundle = 1,         // endpoint delay over, no reduction: the algorithm continues
+    kBundleReduce = 2,   // endpoint delay over, a reduction follows
+    kReduced = 3,        // reduction over: the algorithm continues
+    kReceived = 4,       // a receive posted after its message arrived
+    kP2pRecvDone = 5,    // a point-to-point receive posted after its message arrived (arg: message)
+    kDoneNow = 6,        // a collective with nothing to do (arg: RankCollective)
+    kCustomWork = 7,     // a custom collective's compute node finished (arg: run << 32 | node)
+    kMirrorArrival = 8,  // mirror mode: a message reaches the representative (arg: message)
   };
   enum class Op : uint8_t {
     kAllReduce,
@@ -358,6 +367,11 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   uint32_t new_message() { return take_slot(messages_, free_messages_); }
   void post_receive(uint32_t stream, uint32_t from_index);
   void post_receive_from(uint32_t stream, Rank source);
+  // Mirror mode: the representative sends to member `to`; the message member `from` sends it at the
+  // same moment arrives after the same delay.
+  void mirror_send(uint32_t stream, uint32_t from, uint32_t to, uint64_t bytes);
+  // Mirror mode: one in-network hop up or down; `message` is delivered at its end.
+  void mirror_switch_hop(uint32_t token, bool up);
   // In-network collectives: a member sends its data up; the switch answers every member once
   // all have arrived.
   void send_up(uint32_t stream);
@@ -412,6 +426,8 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   std::vector<uint32_t> free_custom_runs_;
   std::optional<Error> failure_;
   uint64_t messages_sent_ = 0;
+  EngineOptions options_;
+  MirrorTraffic mirror_traffic_;
 };
 
 }  // namespace orrery::sys
