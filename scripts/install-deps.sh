@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages orrery needs to build, test and benchmark.
+# Installs the Debian 12 packages orrery needs to build, test and benchmark (chromium: the browser
+# test of `orrery report` opens the HTML page headless).
 # Idempotent: checks each package first and runs `apt-get update` only when something is missing.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
+  chromium
 )
 
 missing=()
