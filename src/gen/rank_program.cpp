@@ -1,0 +1,259 @@
+#include "gen/rank_program.h"
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "chakra/trace_file.h"
+#include "chakra/trace_set.h"
+#include "core/parallel.h"
+
+namespace orrery::gen {
+
+namespace {
+
+using ChakraProtoMsg::AttributeProto;
+
+AttributeProto& add_attr(ChakraProtoMsg::Node& node, const char* name) {
+  AttributeProto* attribute = node.add_attr();
+  attribute->set_name(name);
+  return *attribute;
+}
+
+}  // namespace
+
+ProgRef RankProgram::add(Node node, std::initializer_list<ProgRef> data) {
+  const auto ref = static_cast<ProgRef>(nodes_.size());
+  nodes_.push_back(std::move(node));
+  for (ProgRef parent : data) depend(ref, parent, false);
+  return ref;
+}
+
+ProgRef RankProgram::compute(std::string name, const OpCost& cost,
+                             std::initializer_list<ProgRef> data, Lane lane) {
+  Node node;
+  node.name = std::move(name);
+  node.kind = ProgKind::kCompute;
+  node.lane = lane;
+  node.flops = cost.flops;
+  node.bytes = cost.bytes;
+  return add(std::move(node), data);
+}
+
+ProgRef RankProgram::collective(std::string name, ChakraProtoMsg::CollectiveCommType type,
+                                uint64_t bytes, uint32_t group, std::initializer_list<ProgRef> data,
+                                Lane lane) {
+  Node node;
+  node.name = std::move(name);
+  node.kind = ProgKind::kCollective;
+  node.lane = lane;
+  node.comm_type = type;
+  node.bytes = bytes;
+  node.group = group;
+  return add(std::move(node), data);
+}
+
+ProgRef RankProgram::send(std::string name, uint32_t dst, int32_t tag, uint64_t bytes,
+                          std::initializer_list<ProgRef> data) {
+  Node node;
+  node.name = std::move(name);
+  node.kind = ProgKind::kSend;
+  node.bytes = bytes;
+  node.peer = static_cast<int32_t>(dst);
+  node.tag = tag;
+  return add(std::move(node), data);
+}
+
+ProgRef RankProgram::recv(std::string name, uint32_t src, int32_t tag, uint64_t bytes) {
+  Node node;
+  node.name = std::move(name);
+  node.kind = ProgKind::kRecv;
+  node.bytes = bytes;
+  node.peer = static_cast<int32_t>(src);
+  node.tag = tag;
+  return add(std::move(node), {});
+}
+
+void RankProgram::depend(ProgRef child, ProgRef parent, bool control) {
+  if (parent == kNoNode || child == kNoNode) return;
+  edges_.push_back({child, parent, control});
+}
+
+void RankProgram::depend(ProgRef child, const std::vector<ProgRef>& parents, bool control) {
+  for (ProgRef parent : parents) depend(child, parent, control);
+}
+
+std::vector<ProgRef> RankProgram::open_compute(ProgRef first, size_t first_edge) const {
+  std::vector<uint8_t> has_child(nodes_.size() - first, 0);
+  for (size_t index = first_edge; index < edges_.size(); ++index) {
+    const Edge& edge = edges_[index];
+    if (edge.parent >= first && edge.child >= first &&
+        nodes_[edge.child].kind == ProgKind::kCompute) {
+      has_child[edge.parent - first] = 1;
+    }
+  }
+  std::vector<ProgRef> open;
+  for (size_t ref = first; ref < nodes_.size(); ++ref) {
+    if (nodes_[ref].kind == ProgKind::kCompute && nodes_[ref].lane == Lane::kMain &&
+        !has_child[ref - first]) {
+      open.push_back(static_cast<ProgRef>(ref));
+    }
+  }
+  return open;
+}
+
+Status RankProgram::emit(const std::function<Status(const ChakraProtoMsg::Node&)>& out) const {
+  // Ids: main lane in program order, then the background lane.
+  std::vector<uint64_t> id(nodes_.size());
+  std::vector<ProgRef> order;
+  order.reserve(nodes_.size());
+  for (const Lane lane : {Lane::kMain, Lane::kBackground}) {
+    for (size_t ref = 0; ref < nodes_.size(); ++ref) {
+      if (nodes_[ref].lane != lane) continue;
+      id[ref] = order.size();
+      order.push_back(static_cast<ProgRef>(ref));
+    }
+  }
+  // Parents grouped by child (counting sort, stable: edges keep the order they were added in).
+  std::vector<uint32_t> first_edge(nodes_.size() + 1, 0);
+  for (const Edge& edge : edges_) ++first_edge[edge.child + 1];
+  for (size_t ref = 0; ref < nodes_.size(); ++ref) first_edge[ref + 1] += first_edge[ref];
+  std::vector<uint32_t> fill(first_edge.begin(), first_edge.end() - 1);
+  std::vector<const Edge*> by_child(edges_.size());
+  for (const Edge& edge : edges_) by_child[fill[edge.child]++] = &edge;
+
+  ChakraProtoMsg::Node out_node;
+  for (ProgRef ref : order) {
+    const Node& node = nodes_[ref];
+    out_node.Clear();
+    out_node.set_id(id[ref]);
+    out_node.set_name(node.name);
+    for (uint32_t index = first_edge[ref]; index < first_edge[ref + 1]; ++index) {
+      const Edge& edge = *by_child[index];
+      if (edge.control) {
+        out_node.add_ctrl_deps(id[edge.parent]);
+      } else {
+        out_node.add_data_deps(id[edge.parent]);
+      }
+    }
+    switch (node.kind) {
+      case ProgKind::kCompute:
+        out_node.set_type(ChakraProtoMsg::COMP_NODE);
+        add_attr(out_node, "is_cpu_op").set_bool_val(false);
+        add_attr(out_node, "num_ops").set_int64_val(static_cast<int64_t>(node.flops));
+        add_attr(out_node, "tensor_size").set_uint64_val(node.bytes);
+        break;
+      case ProgKind::kCollective:
+        out_node.set_type(ChakraProtoMsg::COMM_COLL_NODE);
+        add_attr(out_node, "is_cpu_op").set_bool_val(false);
+        add_attr(out_node, "comm_type").set_int64_val(node.comm_type);
+        add_attr(out_node, "comm_size").set_int64_val(static_cast<int64_t>(node.bytes));
+        if (node.group != 0)
+          add_attr(out_node, "pg_name").set_string_val(std::to_string(node.group));
+        break;
+      case ProgKind::kSend:
+      case ProgKind::kRecv:
+        out_node.set_type(node.kind == ProgKind::kSend ? ChakraProtoMsg::COMM_SEND_NODE
+                                                       : ChakraProtoMsg::COMM_RECV_NODE);
+        add_attr(out_node, "is_cpu_op").set_bool_val(false);
+        add_attr(out_node, node.kind == ProgKind::kSend ? "comm_dst" : "comm_src")
+            .set_int32_val(node.peer);
+        add_attr(out_node, "comm_tag").set_int32_val(node.tag);
+        add_attr(out_node, "comm_size").set_int64_val(static_cast<int64_t>(node.bytes));
+        break;
+    }
+    if (Status status = out(out_node); !status) return status;
+  }
+  return Status::ok();
+}
+
+uint64_t RankProgram::total_flops() const {
+  uint64_t flops = 0;
+  for (const Node& node : nodes_) flops += node.flops;
+  return flops;
+}
+
+Expected<RankFiles> write_rank_files(uint32_t ranks, const std::string& prefix,
+                                     const RankFileOptions& options, const ProgramBuilder& build) {
+  if (prefix.empty()) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "empty output prefix (rank files are written as <prefix>.<rank>.et)");
+  }
+  const std::filesystem::path folder = std::filesystem::path(prefix).parent_path();
+  if (!folder.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (ec) {
+      return Error::make(ErrorKind::kIo, "{}: cannot create the folder: {}", folder.string(),
+                         ec.message());
+    }
+  }
+  ChakraProtoMsg::GlobalMetadata metadata;
+  metadata.set_version(chakra::kDefaultSchemaVersion);
+  if (!options.generator.empty()) {
+    AttributeProto* attribute = metadata.add_attr();
+    attribute->set_name("generator");
+    attribute->set_string_val(options.generator);
+  }
+  std::vector<std::string> paths(ranks);
+  std::vector<std::optional<Error>> errors(ranks);
+  std::vector<std::array<uint64_t, 3>> totals(ranks);  // nodes, flops, bytes
+  parallel_for(ranks, options.threads, [&](size_t index) {
+    const auto rank = static_cast<uint32_t>(index);
+    std::string path = chakra::rank_trace_path(prefix, rank) + (options.gzip ? ".gz" : "");
+    Expected<RankProgram> program = build(rank);
+    if (!program) {
+      errors[index] = program.error();
+      return;
+    }
+    Expected<chakra::TraceWriter> writer = chakra::TraceWriter::create(path, metadata);
+    if (!writer) {
+      errors[index] = writer.error();
+      return;
+    }
+    Status status =
+        program->emit([&](const ChakraProtoMsg::Node& node) { return writer->write(node); });
+    if (status) status = writer->close();
+    if (!status) {
+      errors[index] = status.error();
+      return;
+    }
+    totals[index] = {program->size(), program->total_flops(), writer->bytes_written()};
+    paths[index] = std::move(path);
+  });
+  for (const std::optional<Error>& error : errors) {
+    if (error) return *error;
+  }
+  RankFiles files;
+  files.paths = std::move(paths);
+  for (const auto& [nodes, flops, bytes] : totals) {
+    files.nodes += nodes;
+    files.flops += flops;
+    files.bytes += bytes;
+  }
+  return files;
+}
+
+Status write_comm_groups(const std::string& path,
+                         const std::vector<std::vector<uint32_t>>& groups) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", path);
+  out << "{";
+  for (size_t index = 0; index < groups.size(); ++index) {
+    out << (index == 0 ? "\n" : ",\n") << "  \"" << index + 1 << "\": [";
+    for (size_t member = 0; member < groups[index].size(); ++member) {
+      out << (member == 0 ? "" : ", ") << groups[index][member];
+    }
+    out << "]";
+  }
+  out << (groups.empty() ? "}\n" : "\n}\n");
+  out.close();
+  if (!out) return Error::make(ErrorKind::kIo, "{}: write failed", path);
+  return Status::ok();
+}
+
+}  // namespace orrery::gen

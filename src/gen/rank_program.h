@@ -1,0 +1,112 @@
+// gen/rank_program.h: one rank's trace as a generator builds it, and the files it becomes.
+//
+// A RankProgram is a compact list of compute, collective, send and receive nodes with data and
+// control dependencies, built in program order (the order a training framework launches the work).
+// Every node belongs to a lane: the main lane (forward, backward, tensor/context/expert
+// collectives, pipeline transfers) or the background lane (data-parallel gradient and parameter
+// collectives, optimizer steps). Ids are given at emission: main-lane nodes first, in program
+// order, then the background lane, so that a simulator which issues ready nodes in ascending id
+// order (ASTRA-sim, orrery) lets background communication fill the gaps that the main lane leaves.
+//
+// write_rank_files() builds and streams the programs of many ranks in parallel, one rank per thread
+// at a time (never all ranks in memory), and write_comm_groups() the communicator-group file that
+// `orrery run --comm-group-configuration` and ASTRA-sim read.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "et_def.pb.h"
+#include "gen/transformer_model.h"
+
+namespace orrery::gen {
+
+// A node of a RankProgram, by position.
+using ProgRef = uint32_t;
+inline constexpr ProgRef kNoNode = UINT32_MAX;
+
+enum class ProgKind : uint8_t { kCompute, kCollective, kSend, kRecv };
+enum class Lane : uint8_t { kMain, kBackground };
+
+class RankProgram {
+ public:
+  struct Node {
+    std::string name;
+    ProgKind kind = ProgKind::kCompute;
+    Lane lane = Lane::kMain;
+    ChakraProtoMsg::CollectiveCommType comm_type = ChakraProtoMsg::ALL_REDUCE;
+    uint64_t flops = 0;  // compute: num_ops
+    uint64_t bytes = 0;  // compute: tensor_size; communication: comm_size
+    uint32_t group = 0;  // collective: pg_name (0 = all ranks)
+    int32_t peer = -1;   // send: destination; receive: source
+    int32_t tag = 0;     // send, receive
+  };
+
+  // Each adder appends one node and returns it. Dependencies equal to kNoNode are skipped, so
+  // optional parents can be passed as they are.
+  ProgRef compute(std::string name, const OpCost& cost, std::initializer_list<ProgRef> data,
+                  Lane lane = Lane::kMain);
+  ProgRef collective(std::string name, ChakraProtoMsg::CollectiveCommType type, uint64_t bytes,
+                     uint32_t group, std::initializer_list<ProgRef> data, Lane lane = Lane::kMain);
+  ProgRef send(std::string name, uint32_t dst, int32_t tag, uint64_t bytes,
+               std::initializer_list<ProgRef> data);
+  ProgRef recv(std::string name, uint32_t src, int32_t tag, uint64_t bytes);
+  // More parents for `child` (data or control).
+  void depend(ProgRef child, ProgRef parent, bool control = false);
+  void depend(ProgRef child, const std::vector<ProgRef>& parents, bool control = false);
+
+  size_t size() const { return nodes_.size(); }
+  // num_ops over every compute node.
+  uint64_t total_flops() const;
+  const Node& node(ProgRef ref) const { return nodes_[ref]; }
+  // Number of dependency edges so far (a mark for open_compute).
+  size_t edge_count() const { return edges_.size(); }
+  // Compute nodes at or after `first` that no compute node at or after `first` depends on, when
+  // the nodes from `first` on only gained parents through edges from `first_edge` on: the last
+  // work of a pipeline step, which the next step waits for.
+  std::vector<ProgRef> open_compute(ProgRef first, size_t first_edge) const;
+
+  // Streams the nodes as Chakra nodes in id order (main lane, then background).
+  Status emit(const std::function<Status(const ChakraProtoMsg::Node&)>& out) const;
+
+ private:
+  struct Edge {
+    ProgRef child;
+    ProgRef parent;
+    bool control;
+  };
+  ProgRef add(Node node, std::initializer_list<ProgRef> data);
+
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
+};
+
+// Builds the program of one rank (called concurrently for different ranks).
+using ProgramBuilder = std::function<Expected<RankProgram>(uint32_t rank)>;
+
+struct RankFileOptions {
+  bool gzip = false;      // write <prefix>.<rank>.et.gz
+  size_t threads = 0;     // 0 = one per core
+  std::string generator;  // recorded in each file's GlobalMetadata ("orrery gen llm ...")
+};
+
+struct RankFiles {
+  std::vector<std::string> paths;  // by rank
+  uint64_t nodes = 0;              // over all ranks
+  uint64_t flops = 0;              // num_ops over all ranks
+  uint64_t bytes = 0;              // record bytes written (before gzip compression)
+};
+
+// Writes <prefix>.<rank>.et (or .et.gz) for every rank in [0, ranks), creating the prefix's folder.
+// Returns the paths and totals, or the first error in rank order.
+Expected<RankFiles> write_rank_files(uint32_t ranks, const std::string& prefix,
+                                     const RankFileOptions& options, const ProgramBuilder& build);
+
+// Writes a communicator-group file: {"1": [0, 1], "2": [2, 3], ...}, group i + 1 = groups[i].
+Status write_comm_groups(const std::string& path, const std::vector<std::vector<uint32_t>>& groups);
+
+}  // namespace orrery::gen
