@@ -2,13 +2,24 @@
 //
 //   orrery gen microbench --collective all-reduce --size 1MiB --ranks 8 [--compute-us N]
 //                         [--pg-name NAME] -o PREFIX
+//   orrery gen llm --model gpt3-175b|FILE.json --global-batch B --micro-batch b --dp D --tp T
+//                  --pp P [--sp] [--cp C] [--ep E] [--zero K] [--recompute] -o PREFIX
+//   orrery gen inference --model llama2-70b --tp T [--pp P] --prompt-lengths 512,1024
+//                        [--output-lengths 128] -o PREFIX
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 
+#include "chakra/trace_set.h"
 #include "cli/commands.h"
 #include "core/units.h"
+#include "gen/inference_generator.h"
+#include "gen/llm_generator.h"
+#include "gen/memory_estimate.h"
 #include "gen/microbench.h"
 
 namespace orrery::cli {
@@ -49,6 +60,411 @@ int run_microbench(const MicrobenchOptions& options) {
   return 0;
 }
 
+// ---- orrery gen llm / orrery gen inference ----------------------------------------------------
+
+// Options both transformer generators share.
+struct TransformerOptions {
+  std::string model;
+  std::string dtype;
+  std::string device_memory;
+  bool gzip = false;
+  size_t threads = 0;
+  std::string output;
+};
+
+Expected<gen::TransformerModel> load_transformer(const TransformerOptions& options) {
+  if (options.model.empty()) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "missing --model NAME|FILE.json (orrery gen llm --list-models lists the "
+                       "presets)");
+  }
+  Expected<gen::TransformerModel> model = gen::resolve_model(options.model);
+  if (!model) return model.error().with_context("--model");
+  if (!options.dtype.empty()) {
+    Expected<gen::DType> dtype = gen::parse_dtype(options.dtype);
+    if (!dtype) return dtype.error().with_context("--dtype");
+    model->dtype = *dtype;
+  }
+  return model;
+}
+
+// "3.30 EFLOP": FLOPs with an SI prefix.
+std::string flops_text(double flops) {
+  constexpr const char* kPrefixes[] = {"", "k", "M", "G", "T", "P", "E", "Z"};
+  size_t index = 0;
+  while (flops >= 1000.0 && index + 1 < std::size(kPrefixes)) {
+    flops /= 1000.0;
+    ++index;
+  }
+  return fmt::format("{:.3g} {}FLOP", flops, kPrefixes[index]);
+}
+
+std::string gib_text(uint64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / static_cast<double>(1ULL << 30));
+}
+
+// "174.6 B", "12.3 M", "4,096": a parameter count.
+std::string params_text(uint64_t params) {
+  if (params >= 1'000'000'000) return fmt::format("{:.1f} B", static_cast<double>(params) / 1e9);
+  if (params >= 1'000'000) return fmt::format("{:.1f} M", static_cast<double>(params) / 1e6);
+  return format_count(params);
+}
+
+std::string model_line(const gen::TransformerModel& model) {
+  std::string moe;
+  if (model.is_moe()) {
+    moe = fmt::format(", {} experts (top {}), {} active", model.experts, model.top_k,
+                      params_text(gen::active_parameters(model)));
+  }
+  return fmt::format(
+      "model {}: {} layers, hidden {}, {} heads ({} key-value), MLP {} ({}), vocabulary {}, {}, "
+      "{} parameters{}",
+      model.name, model.layers, format_count(model.hidden), model.heads, model.kv_heads,
+      format_count(model.ffn), model.mlp == gen::MlpKind::kSwiGlu ? "swiglu" : "gelu",
+      format_count(model.vocab), gen::dtype_name(model.dtype),
+      params_text(gen::total_parameters(model)), moe);
+}
+
+// Rank files an earlier run left beside the new ones would be read with them (orrery run takes
+// every contiguous rank file of a prefix, and .et before .et.gz): say so.
+void warn_stale_rank_files(const std::string& prefix, uint32_t ranks, bool gzip) {
+  std::error_code ec;
+  for (const char* suffix : {"", ".gz"}) {
+    const std::string next = chakra::rank_trace_path(prefix, ranks) + suffix;
+    if (std::filesystem::exists(next, ec)) {
+      fmt::print(
+          stderr,
+          "orrery: warning: {} is left from an earlier run; tools reading the prefix take it "
+          "as rank {}: remove it\n",
+          next, ranks);
+    }
+  }
+  if (gzip && std::filesystem::exists(chakra::rank_trace_path(prefix, 0), ec)) {
+    fmt::print(stderr,
+               "orrery: warning: {} is left from an earlier run and is read before the new .et.gz "
+               "files: remove the old .et files\n",
+               chakra::rank_trace_path(prefix, 0));
+  }
+}
+
+void print_written(const gen::GeneratedTraces& traces, std::string_view group_summary) {
+  fmt::print("wrote {} rank file{}: {}{} ({} nodes, {})\n", format_count(traces.rank_files.size()),
+             traces.rank_files.size() == 1 ? "" : "s", traces.rank_files.front(),
+             traces.rank_files.size() == 1 ? "" : fmt::format(" .. {}", traces.rank_files.back()),
+             format_count(traces.nodes), format_bytes(traces.bytes_written));
+  fmt::print("wrote {}: {} communicator group{}{}\n", traces.group_file,
+             format_count(traces.groups), traces.groups == 1 ? "" : "s", group_summary);
+}
+
+// --device-memory in bytes (0 when not given).
+Expected<uint64_t> device_capacity(const TransformerOptions& options) {
+  if (options.device_memory.empty()) return uint64_t{0};
+  Expected<uint64_t> bytes = parse_bytes(options.device_memory);
+  if (!bytes) return bytes.error().with_context("--device-memory");
+  return *bytes;
+}
+
+// The per-stage memory table, and a warning for the stages above `capacity` (when not 0).
+void print_memory(const std::vector<gen::StageMemory>& stages, uint64_t capacity,
+                  const std::string& device_memory, bool inference) {
+  fmt::print("memory per rank (estimate, GiB):\n");
+  if (inference) {
+    fmt::print("  {:>5}  {:>10}  {:>10}  {:>11}  {:>10}\n", "stage", "weights", "KV cache",
+               "activations", "total");
+  } else {
+    fmt::print("  {:>5}  {:>10}  {:>10}  {:>10}  {:>11}  {:>10}  {:>9}\n", "stage", "weights",
+               "gradients", "optimizer", "activations", "total", "in flight");
+  }
+  const size_t shown = stages.size() <= 16 ? stages.size() : 8;
+  for (size_t index = 0; index < stages.size(); ++index) {
+    if (index == shown && index + 8 < stages.size()) {
+      fmt::print("  {:>5}\n", "...");
+      index = stages.size() - 8;
+    }
+    const gen::StageMemory& stage = stages[index];
+    const gen::MemoryBreakdown& m = stage.memory;
+    if (inference) {
+      fmt::print("  {:>5}  {:>10}  {:>10}  {:>11}  {:>10}\n", stage.stage, gib_text(m.weights),
+                 gib_text(m.kv_cache), gib_text(m.activations), gib_text(m.total()));
+    } else {
+      fmt::print("  {:>5}  {:>10}  {:>10}  {:>10}  {:>11}  {:>10}  {:>9}\n", stage.stage,
+                 gib_text(m.weights), gib_text(m.gradients), gib_text(m.optimizer),
+                 gib_text(m.activations), gib_text(m.total()), stage.in_flight);
+    }
+  }
+  if (capacity == 0) return;
+  std::vector<uint32_t> over;
+  uint64_t largest = 0;
+  for (const gen::StageMemory& stage : stages) {
+    if (stage.memory.total() > capacity) over.push_back(stage.stage);
+    largest = std::max(largest, stage.memory.total());
+  }
+  if (!over.empty()) {
+    std::string list;
+    for (size_t index = 0; index < over.size() && index < 8; ++index) {
+      list += fmt::format("{}{}", index == 0 ? "" : ", ", over[index]);
+    }
+    if (over.size() > 8) list += ", ...";
+    fmt::print(stderr,
+               "orrery: warning: pipeline stage{} {} need{} up to {} GiB per rank (estimate), more "
+               "than --device-memory {} ({} GiB)\n",
+               over.size() == 1 ? "" : "s", list, over.size() == 1 ? "s" : "", gib_text(largest),
+               device_memory, gib_text(capacity));
+  }
+}
+
+struct LlmOptions {
+  TransformerOptions common;
+  bool list_models = false;
+  uint64_t global_batch = 0;
+  uint64_t micro_batch = 1;
+  uint32_t seq = 0;
+  uint32_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  bool sp = false;
+  uint32_t zero = 0;
+  bool recompute = false;
+  std::string schedule = "1f1b";
+  uint32_t virtual_stages = 0;
+  std::string bucket_size;
+};
+
+int list_models() {
+  fmt::print("{:<14} {:>6} {:>7} {:>5} {:>4} {:>7} {:>7} {:>8} {:>6} {:>7}  {}\n", "model",
+             "layers", "hidden", "heads", "kv", "ffn", "vocab", "seq", "mlp", "params", "notes");
+  for (const gen::TransformerModel& model : gen::model_presets()) {
+    std::string notes;
+    if (model.is_moe()) notes = fmt::format("{} experts, top {}", model.experts, model.top_k);
+    if (model.tied_embeddings) notes += notes.empty() ? "tied embeddings" : ", tied embeddings";
+    fmt::print("{:<14} {:>6} {:>7} {:>5} {:>4} {:>7} {:>7} {:>8} {:>6} {:>6.1f}B  {}\n", model.name,
+               model.layers, model.hidden, model.heads, model.kv_heads, model.ffn, model.vocab,
+               model.seq, model.mlp == gen::MlpKind::kSwiGlu ? "swiglu" : "gelu",
+               static_cast<double>(gen::total_parameters(model)) / 1e9, notes);
+  }
+  return 0;
+}
+
+int run_llm(const LlmOptions& options) {
+  if (options.list_models) return list_models();
+  Expected<gen::TransformerModel> model = load_transformer(options.common);
+  if (!model) return report_error(model.error());
+  Expected<uint64_t> capacity = device_capacity(options.common);
+  if (!capacity) return report_error(capacity.error());
+  if (options.common.output.empty()) {
+    return report_error(
+        Error::make(ErrorKind::kInvalidArgument,
+                    "missing -o PREFIX (rank files are written as <prefix>.<rank>.et)"));
+  }
+  gen::ParallelPlan plan;
+  plan.dp = options.dp;
+  plan.tp = options.tp;
+  plan.pp = options.pp;
+  plan.cp = options.cp;
+  plan.ep = options.ep;
+  plan.sp = options.sp;
+  plan.zero = options.zero;
+  plan.recompute = options.recompute;
+  plan.global_batch = options.global_batch;
+  plan.micro_batch = options.micro_batch;
+  plan.seq = options.seq;
+  Expected<gen::PipelineSchedule> schedule = gen::parse_schedule(options.schedule);
+  if (!schedule) return report_error(schedule.error().with_context("--schedule"));
+  plan.schedule = *schedule;
+  plan.virtual_stages = options.virtual_stages != 0 ? options.virtual_stages
+                        : plan.schedule == gen::PipelineSchedule::kInterleaved ? 2
+                                                                               : 1;
+  if (!options.bucket_size.empty()) {
+    Expected<uint64_t> bytes = parse_bytes(options.bucket_size);
+    if (!bytes) return report_error(bytes.error().with_context("--bucket-size"));
+    plan.bucket_bytes = *bytes;
+  }
+  Expected<gen::LlmGenerator> generator = gen::LlmGenerator::create(*model, plan);
+  if (!generator) return report_error(generator.error());
+  const gen::ParallelPlan& p = generator->plan();
+  fmt::print("{}\n", model_line(*model));
+  fmt::print(
+      "plan: {} ranks = tp {} x cp {} x dp {} x pp {}; ep {}, sequence parallel {}, ZeRO {}, "
+      "recomputation {}, {} schedule{}\n",
+      format_count(p.ranks()), p.tp, p.cp, p.dp, p.pp, p.ep, p.sp ? "on" : "off", p.zero,
+      p.recompute ? "full" : "off", gen::schedule_name(p.schedule),
+      p.virtual_stages > 1 ? fmt::format(" ({} chunks per rank)", p.virtual_stages) : "");
+  const double m = static_cast<double>(p.micro_batches());
+  const double bubble = static_cast<double>(p.pp - 1) / (p.virtual_stages * m + p.pp - 1);
+  fmt::print(
+      "batch: {} sequences of {} tokens; {} micro-batches of {} per pipeline; pipeline bubble "
+      "{:.1f}%\n",
+      format_count(p.global_batch), format_count(p.seq), format_count(p.micro_batches()),
+      p.micro_batch, 100.0 * bubble);
+
+  gen::RankFileOptions files;
+  files.gzip = options.common.gzip;
+  files.threads = options.common.threads;
+  files.generator = "orrery gen llm";
+  Expected<gen::GeneratedTraces> traces =
+      gen::write_llm_traces(*generator, options.common.output, files);
+  if (!traces) return report_error(traces.error());
+  std::string kinds;
+  size_t counts[gen::kGroupKinds] = {};
+  for (uint32_t id = 1; id <= generator->groups().count(); ++id) {
+    ++counts[static_cast<size_t>(generator->groups().kind(id))];
+  }
+  for (size_t kind = 0; kind < gen::kGroupKinds; ++kind) {
+    if (counts[kind] == 0) continue;
+    kinds += fmt::format("{}{} {}", kinds.empty() ? " (" : ", ", counts[kind],
+                         gen::group_kind_name(static_cast<gen::GroupKind>(kind)));
+  }
+  if (!kinds.empty()) kinds += ")";
+  print_written(*traces, kinds);
+  warn_stale_rank_files(options.common.output, generator->ranks(), options.common.gzip);
+  const bool gpt_style = !model->is_moe() && model->mlp == gen::MlpKind::kGelu &&
+                         model->ffn == 4ULL * model->hidden && model->kv_heads == model->heads;
+  std::string reference;
+  if (gpt_style) {
+    const double formula = gen::megatron_flops(*model, p.global_batch, p.seq, p.recompute);
+    reference = fmt::format(" (Megatron-LM formula {}: {:+.2f}%)", flops_text(formula),
+                            100.0 * (static_cast<double>(traces->flops) / formula - 1.0));
+  }
+  fmt::print("FLOPs per iteration: {}{}\n", flops_text(static_cast<double>(traces->flops)),
+             reference);
+  print_memory(gen::estimate_training_memory(*model, p), *capacity, options.common.device_memory,
+               false);
+  return 0;
+}
+
+struct InferenceOptions {
+  TransformerOptions common;
+  uint32_t tp = 1, pp = 1;
+  std::vector<uint32_t> prompt_lengths;
+  std::vector<uint32_t> output_lengths;
+  uint32_t requests = 0;
+  uint32_t micro_batches = 1;
+};
+
+int run_inference(const InferenceOptions& options) {
+  Expected<gen::TransformerModel> model = load_transformer(options.common);
+  if (!model) return report_error(model.error());
+  Expected<uint64_t> capacity = device_capacity(options.common);
+  if (!capacity) return report_error(capacity.error());
+  if (options.common.output.empty()) {
+    return report_error(
+        Error::make(ErrorKind::kInvalidArgument,
+                    "missing -o PREFIX (rank files are written as <prefix>.<rank>.et)"));
+  }
+  gen::InferencePlan plan;
+  plan.tp = options.tp;
+  plan.pp = options.pp;
+  plan.prompt_lengths = options.prompt_lengths;
+  plan.output_lengths = options.output_lengths;
+  plan.micro_batches = options.micro_batches;
+  if (options.requests != 0) {
+    if (plan.prompt_lengths.size() == 1) {
+      plan.prompt_lengths.assign(options.requests, plan.prompt_lengths.front());
+    } else if (plan.prompt_lengths.size() != options.requests) {
+      return report_error(Error::make(ErrorKind::kInvalidArgument,
+                                      "--requests {} with {} --prompt-lengths (give one length for "
+                                      "all, or one per request)",
+                                      options.requests, plan.prompt_lengths.size()));
+    }
+  }
+  Expected<gen::InferenceGenerator> generator = gen::InferenceGenerator::create(*model, plan);
+  if (!generator) return report_error(generator.error());
+  const gen::InferencePlan& p = generator->plan();
+  fmt::print("{}\n", model_line(*model));
+  uint64_t prompt_tokens = 0;
+  uint64_t generated = 0;
+  for (size_t request = 0; request < p.requests(); ++request) {
+    prompt_tokens += p.prompt_lengths[request];
+    generated += p.output_lengths[request];
+  }
+  fmt::print(
+      "plan: {} ranks = tp {} x pp {}; {} requests ({} prompt tokens, {} generated), prefill "
+      "and {} decode steps{}\n",
+      format_count(p.ranks()), p.tp, p.pp, format_count(p.requests()), format_count(prompt_tokens),
+      format_count(generated), format_count(p.steps() - 1),
+      p.micro_batches > 1 ? fmt::format(" in {} micro-batches", p.micro_batches) : "");
+  gen::RankFileOptions files;
+  files.gzip = options.common.gzip;
+  files.threads = options.common.threads;
+  files.generator = "orrery gen inference";
+  Expected<gen::GeneratedTraces> traces =
+      gen::write_inference_traces(*generator, options.common.output, files);
+  if (!traces) return report_error(traces.error());
+  print_written(*traces, traces->groups > 0 ? " (tensor)" : "");
+  warn_stale_rank_files(options.common.output, generator->ranks(), options.common.gzip);
+  fmt::print("FLOPs: {}\n", flops_text(static_cast<double>(traces->flops)));
+  print_memory(gen::estimate_inference_memory(*model, p), *capacity, options.common.device_memory,
+               true);
+  return 0;
+}
+
+void add_transformer_options(CLI::App& command, TransformerOptions& options) {
+  command.add_option("--model", options.model,
+                     "A preset (orrery gen llm --list-models) or a JSON model file");
+  command.add_option("--dtype", options.dtype, "Data type override: fp32, bf16, fp16 or fp8");
+  command.add_option("--device-memory", options.device_memory,
+                     "Accelerator memory per rank (e.g. 80GiB): warn when the estimate exceeds it");
+  command.add_flag("--gzip", options.gzip,
+                   "Write gzip-compressed rank files (<prefix>.<rank>.et.gz)");
+  command.add_option("--threads", options.threads, "Threads writing rank files (0: one per core)");
+  command.add_option("-o,--output", options.output,
+                     "Output prefix: <prefix>.<rank>.et and the communicator groups <prefix>.json");
+}
+
+void add_llm_command(CLI::App& gen, int& exit_code) {
+  auto options = std::make_shared<LlmOptions>();
+  CLI::App* llm = gen.add_subcommand(
+      "llm",
+      "One training iteration of a decoder-only transformer under a parallel plan (data, tensor, "
+      "sequence, pipeline, context, expert, ZeRO)\n  e.g. orrery gen llm --model gpt3-175b "
+      "--global-batch 64 --micro-batch 1 --dp 2 --tp 8 --pp 4 -o gpt3");
+  add_transformer_options(*llm, options->common);
+  llm->add_flag("--list-models", options->list_models, "List the model presets and exit");
+  llm->add_option("--global-batch", options->global_batch,
+                  "Sequences per iteration (all replicas)");
+  llm->add_option("--micro-batch", options->micro_batch, "Sequences per micro-batch (default 1)");
+  llm->add_option("--seq", options->seq, "Sequence length (default: the model's)");
+  llm->add_option("--dp", options->dp, "Data-parallel degree");
+  llm->add_option("--tp", options->tp, "Tensor-parallel degree");
+  llm->add_option("--pp", options->pp, "Pipeline-parallel degree (stages)");
+  llm->add_flag("--sp", options->sp, "Sequence parallelism with tensor parallelism");
+  llm->add_option("--cp", options->cp, "Context-parallel degree");
+  llm->add_option("--ep", options->ep, "Expert-parallel degree (divides --dp; MoE models)");
+  llm->add_option("--zero", options->zero,
+                  "ZeRO stage: 0 none, 1 optimizer states, 2 and gradients, 3 and weights (FSDP)");
+  llm->add_flag("--recompute", options->recompute, "Full activation recomputation, layer by layer");
+  llm->add_option("--schedule", options->schedule,
+                  "Pipeline schedule: 1f1b (default) or interleaved");
+  llm->add_option("--virtual-stages", options->virtual_stages,
+                  "Model chunks per rank with --schedule interleaved (default 2)");
+  llm->add_option("--bucket-size", options->bucket_size,
+                  "Data-parallel gradient bucket (e.g. 25MiB; default: one bucket per layer)");
+  llm->callback([options, &exit_code] { exit_code = run_llm(*options); });
+}
+
+void add_inference_command(CLI::App& gen, int& exit_code) {
+  auto options = std::make_shared<InferenceOptions>();
+  CLI::App* inference = gen.add_subcommand(
+      "inference",
+      "Prefill and decode steps of a batch of requests with a KV cache, tensor and pipeline "
+      "parallel\n  e.g. orrery gen inference --model llama2-70b --tp 8 --prompt-lengths "
+      "512,1024,2048 --output-lengths 128 -o serve");
+  add_transformer_options(*inference, options->common);
+  inference->add_option("--tp", options->tp, "Tensor-parallel degree");
+  inference->add_option("--pp", options->pp, "Pipeline-parallel degree (stages)");
+  inference
+      ->add_option("--prompt-lengths", options->prompt_lengths,
+                   "Prompt tokens of each request, comma-separated")
+      ->delimiter(',');
+  inference
+      ->add_option("--output-lengths", options->output_lengths,
+                   "Tokens each request generates: one value for all, or one per request")
+      ->delimiter(',');
+  inference->add_option("--requests", options->requests,
+                        "Number of requests when --prompt-lengths gives one length for all");
+  inference->add_option("--micro-batches", options->micro_batches,
+                        "Request groups pipelined through the stages (default 1)");
+  inference->callback([options, &exit_code] { exit_code = run_inference(*options); });
+}
+
 }  // namespace
 
 void add_gen_command(CLI::App& app, int& exit_code) {
@@ -80,6 +496,8 @@ void add_gen_command(CLI::App& app, int& exit_code) {
                    "Output prefix: writes <prefix>.0.et .. <prefix>.<ranks-1>.et")
       ->required();
   microbench->callback([options, &exit_code] { exit_code = run_microbench(*options); });
+  add_llm_command(*gen, exit_code);
+  add_inference_command(*gen, exit_code);
 }
 
 }  // namespace orrery::cli

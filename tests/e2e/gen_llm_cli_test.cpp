@@ -1,0 +1,159 @@
+// `orrery gen llm` and `orrery gen inference` as a user runs them: the files validate and run with
+// `orrery run`, the summary states the plan, FLOPs against the Megatron-LM formula and the memory
+// per rank, and every bad flag gives one message naming it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "chakra/trace_builder.h"
+#include "e2e/run_command.h"
+
+namespace orrery {
+namespace {
+
+using test::TempDir;
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+void expect_clean_failure(const CommandResult& result, const std::string& needle) {
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(result.err.rfind("orrery: error: ", 0), 0u) << result.err;
+  EXPECT_CONTAINS(result.err, needle);
+}
+
+// A 4-layer model file small enough for a test run.
+std::string small_model(const TempDir& dir) {
+  const std::string path = dir.file("small.json");
+  write(path, R"({"name": "small", "base": "gpt3-175b", "layers": 4, "hidden": 256, "heads": 8,
+                  "kv_heads": 8, "ffn": 1024, "vocab": 1024, "seq": 256})");
+  return path;
+}
+
+TEST(GenLlmCli, help_lists_every_generator_and_flag) {
+  const CommandResult gen = run_orrery({"gen", "--help"});
+  EXPECT_EQ(gen.exit_code, 0) << gen.err;
+  for (const char* name : {"microbench", "llm", "inference"}) EXPECT_CONTAINS(gen.out, name);
+  const CommandResult llm = run_orrery({"gen", "llm", "--help"});
+  EXPECT_EQ(llm.exit_code, 0) << llm.err;
+  for (const char* flag :
+       {"--model", "--global-batch", "--micro-batch", "--seq", "--dp", "--tp", "--pp", "--sp",
+        "--cp", "--ep", "--zero", "--recompute", "--schedule", "--virtual-stages", "--bucket-size",
+        "--device-memory", "--list-models", "--gzip", "-o"}) {
+    EXPECT_CONTAINS(llm.out, flag);
+  }
+  const CommandResult inference = run_orrery({"gen", "inference", "--help"});
+  EXPECT_EQ(inference.exit_code, 0) << inference.err;
+  for (const char* flag :
+       {"--prompt-lengths", "--output-lengths", "--requests", "--micro-batches"}) {
+    EXPECT_CONTAINS(inference.out, flag);
+  }
+}
+
+TEST(GenLlmCli, list_models_names_every_preset) {
+  const CommandResult result = run_orrery({"gen", "llm", "--list-models"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (const char* name : {"gpt3-175b", "llama2-7b", "llama2-70b", "llama3-405b", "mixtral-8x7b"}) {
+    EXPECT_CONTAINS(result.out, name);
+  }
+  EXPECT_CONTAINS(result.out, "174.6B");
+  EXPECT_CONTAINS(result.out, "8 experts, top 2");
+}
+
+TEST(GenLlmCli, generated_traces_validate_and_run) {
+  TempDir dir;
+  const std::string prefix = dir.file("out/small");
+  const CommandResult gen =
+      run_orrery({"gen", "llm", "--model", small_model(dir), "--global-batch", "8", "--micro-batch",
+                  "1", "--dp", "2", "--tp", "2", "--pp", "2", "--sp", "--zero", "1", "-o", prefix});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  EXPECT_CONTAINS(gen.out, "plan: 8 ranks = tp 2 x cp 1 x dp 2 x pp 2");
+  EXPECT_CONTAINS(gen.out, "4 micro-batches of 1 per pipeline; pipeline bubble 20.0%");
+  EXPECT_CONTAINS(gen.out, "wrote 8 rank files: " + prefix + ".0.et .. " + prefix + ".7.et");
+  EXPECT_CONTAINS(gen.out, "wrote " + prefix + ".json: ");
+  EXPECT_CONTAINS(gen.out, "Megatron-LM formula");
+  EXPECT_CONTAINS(gen.out, "memory per rank (estimate, GiB)");
+  EXPECT_TRUE(gen.err.empty()) << gen.err;
+
+  const CommandResult validate = run_orrery({"trace", "validate", "--strict", prefix});
+  EXPECT_EQ(validate.exit_code, 0) << validate.out << validate.err;
+
+  write(dir.file("sys.json"), R"({"scheduling-policy": "LIFO", "endpoint-delay": 10,
+    "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4,
+    "all-reduce-implementation": ["ring", "ring", "ring"], "all-gather-implementation": ["ring", "ring", "ring"],
+    "reduce-scatter-implementation": ["ring", "ring", "ring"], "all-to-all-implementation": ["ring", "ring", "ring"],
+    "collective-optimization": "localBWAware", "local-mem-bw": 2000, "roofline-enabled": 1, "peak-perf": 300})");
+  write(dir.file("net.yml"),
+        "topology: [ Ring, Ring, Switch ]\nnpus_count: [ 2, 2, 2 ]\nbandwidth: [ 200, 100, 50 ]\n"
+        "latency: [ 500, 500, 1000 ]\n");
+  const CommandResult run = run_orrery({"run", "-q", "-w", prefix, "-g", prefix + ".json", "-s",
+                                        dir.file("sys.json"), "-n", dir.file("net.yml")});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+}
+
+TEST(GenLlmCli, gpt3_flops_agree_with_megatron_and_memory_warns_beyond_the_device) {
+  TempDir dir;
+  const CommandResult result = run_orrery(
+      {"gen", "llm", "--model", "gpt3-175b", "--global-batch", "2", "--dp", "1", "--tp", "8",
+       "--pp", "2", "--recompute", "--device-memory", "80GiB", "--gzip", "-o", dir.file("gpt3")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_CONTAINS(result.out, "model gpt3-175b: 96 layers, hidden 12,288, 96 heads");
+  EXPECT_CONTAINS(result.out, "recomputation full");
+  EXPECT_CONTAINS(result.out, ".15.et.gz");
+  // With 2 pipeline stages each rank holds 87 B / 8 parameters and their Adam states.
+  EXPECT_CONTAINS(result.err, "orrery: warning: pipeline stages 0, 1 need up to");
+  EXPECT_CONTAINS(result.err, "more than --device-memory 80GiB (80.00 GiB)");
+  const size_t at = result.out.find("formula");
+  ASSERT_NE(at, std::string::npos);
+  const double percent = std::stod(result.out.substr(result.out.find(": ", at) + 2));
+  EXPECT_LT(std::abs(percent), 2.0) << result.out;
+}
+
+TEST(GenLlmCli, bad_plans_fail_with_one_message_naming_the_flag) {
+  TempDir dir;
+  const std::string prefix = dir.file("x");
+  expect_clean_failure(run_orrery({"gen", "llm", "--model", "gpt3-175b", "--global-batch", "8",
+                                   "--tp", "5", "-o", prefix}),
+                       "--tp 5 does not divide the 96 attention heads of gpt3-175b");
+  expect_clean_failure(
+      run_orrery({"gen", "llm", "--model", "gpt-9", "--global-batch", "8", "-o", prefix}),
+      "--model: unknown model 'gpt-9'");
+  expect_clean_failure(run_orrery({"gen", "llm", "--global-batch", "8", "-o", prefix}),
+                       "missing --model");
+  expect_clean_failure(run_orrery({"gen", "llm", "--model", "llama2-7b", "-o", prefix}),
+                       "missing --global-batch");
+  expect_clean_failure(run_orrery({"gen", "llm", "--model", "llama2-7b", "--global-batch", "8",
+                                   "--schedule", "gpipe", "-o", prefix}),
+                       "--schedule: unknown pipeline schedule 'gpipe'");
+  expect_clean_failure(run_orrery({"gen", "llm", "--model", "llama2-7b", "--global-batch", "8",
+                                   "--device-memory", "lots", "-o", prefix}),
+                       "--device-memory: cannot read 'lots'");
+  expect_clean_failure(run_orrery({"gen", "inference", "--model", "llama2-7b", "-o", prefix}),
+                       "missing --prompt-lengths");
+  EXPECT_FALSE(std::filesystem::exists(prefix + ".0.et"));
+}
+
+TEST(GenLlmCli, inference_traces_validate_and_report_the_kv_cache) {
+  TempDir dir;
+  const std::string prefix = dir.file("serve");
+  const CommandResult result =
+      run_orrery({"gen", "inference", "--model", small_model(dir), "--tp", "2", "--pp", "2",
+                  "--prompt-lengths", "64,128,32", "--output-lengths", "4", "-o", prefix});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_CONTAINS(result.out,
+                  "plan: 4 ranks = tp 2 x pp 2; 3 requests (224 prompt tokens, 12 "
+                  "generated), prefill and 3 decode steps");
+  EXPECT_CONTAINS(result.out, "KV cache");
+  const CommandResult validate = run_orrery({"trace", "validate", "--strict", prefix});
+  EXPECT_EQ(validate.exit_code, 0) << validate.out << validate.err;
+}
+
+}  // namespace
+}  // namespace orrery
