@@ -2,8 +2,10 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 namespace orrery::chakra {
@@ -42,9 +44,16 @@ Expected<RecordReader> RecordReader::open(const std::string& path) {
   if (file == nullptr) {
     return Error::make(ErrorKind::kIo, "{}: cannot open: {}", path, std::strerror(errno));
   }
-  gzbuffer(file, kReadBuffer);
+  // A small file needs no large buffer: thousands of rank files are opened in one run.
+  std::error_code size_error;
+  const uint64_t size = std::filesystem::file_size(path, size_error);
+  const size_t buffer =
+      size_error || reader.compressed_
+          ? kReadBuffer
+          : static_cast<size_t>(std::clamp<uint64_t>(size + 1, 4096, kReadBuffer));
+  gzbuffer(file, static_cast<unsigned>(buffer));
   reader.file_ = file;
-  reader.buffer_.resize(kReadBuffer);
+  reader.buffer_.resize(buffer);
   return reader;
 }
 

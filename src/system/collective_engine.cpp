@@ -613,8 +613,16 @@ void CollectiveEngine::mirror_send(uint32_t stream_id, uint32_t from, uint32_t t
   message.instance = stream.instance;
   message.chunk = stream.chunk;
   message.phase = stream.phase_index;
-  mirror_traffic_.record_message(phase.dim, stream.index, to, bytes, engine_.now(),
-                                 engine_.now() + delay);
+  if (stream.machine == Machine::kHalvingDoubling) {
+    // The representative (coordinate 0, an even block at every distance) sends upwards; members
+    // of odd blocks send downwards: the links carry different traffic, expanded rank by rank.
+    assert(stream.index == 0);
+    mirror_traffic_.record_partner_message(phase.dim, to, bytes, engine_.now(),
+                                           engine_.now() + delay);
+  } else {
+    mirror_traffic_.record_message(phase.dim, stream.index, to, bytes, engine_.now(),
+                                   engine_.now() + delay);
+  }
   // Every rank sends its copy: the message count is the network's.
   messages_sent_ += topology_.rank_count();
   (void)engine_.schedule_after(delay, id_, kMirrorArrival, token);

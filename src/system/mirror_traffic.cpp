@@ -45,6 +45,37 @@ void MirrorTraffic::record_switch(uint32_t dim, bool up, uint64_t bytes, SimTime
       start, end);
 }
 
+void MirrorTraffic::record_partner_message(uint32_t dim, uint32_t distance, uint64_t bytes,
+                                           SimTime start, SimTime end) {
+  partner_messages_.push_back({dim, distance, bytes, start, end});
+}
+
+std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links() const {
+  std::map<net::LinkId, ClassTraffic> links;
+  for (const PartnerMessage& message : partner_messages_) {
+    const net::Dimension& spec = topology_->dimension(message.dim);
+    const SimTime serialization = spec.bandwidth.serialization_time(message.bytes);
+    const uint32_t n = spec.size;
+    for (net::Rank rank = 0; rank < topology_->rank_count(); ++rank) {
+      const uint32_t coord = topology_->coordinate(rank, message.dim);
+      const bool up = ((coord / message.distance) % 2) == 0;
+      const uint32_t target_coord =
+          up ? (coord + message.distance) % n : (coord + n - message.distance) % n;
+      const net::Rank target = topology_->peer(rank, message.dim, target_coord);
+      for (net::NodeId at = rank; at != target;) {
+        const net::Hop hop = topology_->next_hop(at, target);
+        ClassTraffic& traffic = links[hop.link];
+        traffic.bytes += message.bytes;
+        traffic.busy += serialization;
+        ++traffic.messages;
+        traffic.intervals.push_back({message.start, message.end, 1});
+        at = hop.next;
+      }
+    }
+  }
+  return links;
+}
+
 net::Hop MirrorTraffic::link_of(net::Rank rank, ClassKey key) const {
   const net::Dimension& spec = topology_->dimension(key.dim);
   const uint32_t n = spec.size;
@@ -82,29 +113,65 @@ uint32_t MirrorTraffic::peak(const std::vector<Interval>& intervals) {
 }
 
 std::vector<net::LinkStats> MirrorTraffic::expand() const {
-  std::vector<net::LinkStats> links;
-  links.reserve(static_cast<size_t>(link_count()));
+  // Every link's traffic: that of its classes (the same on every link of a class, so each class's
+  // peak is computed once) plus the partner messages that crossed it.
+  std::vector<const ClassTraffic*> sources;
+  std::vector<uint32_t> class_peaks;
   for (const auto& [key, traffic] : classes_) {
-    const uint32_t most = peak(traffic.intervals);
-    for (net::Rank rank = 0; rank < topology_->rank_count(); ++rank) {
-      const net::Hop hop = link_of(rank, key);
-      const net::LinkInfo info = topology_->link_info(hop.link);
-      net::LinkStats stats;
-      stats.link = hop.link;
-      stats.src = info.src;
-      stats.dst = info.dst;
-      stats.dimension = info.dimension;
-      stats.bytes = traffic.bytes;
-      stats.busy = traffic.busy;
-      stats.messages = traffic.messages;
-      stats.peak_queue = most;
-      links.push_back(stats);
-    }
+    sources.push_back(&traffic);
+    class_peaks.push_back(peak(traffic.intervals));
   }
-  std::sort(links.begin(), links.end(), [](const net::LinkStats& lhs, const net::LinkStats& rhs) {
-    return lhs.link < rhs.link;
-  });
-  return links;
+  const std::map<net::LinkId, ClassTraffic> partners = partner_links();
+  for (const auto& [id, traffic] : partners) {
+    sources.push_back(&traffic);
+    class_peaks.push_back(0);  // merged below: partner traffic differs from link to link
+  }
+  // (link, source) pairs, grouped by link.
+  std::vector<std::pair<net::LinkId, uint32_t>> uses;
+  uses.reserve(static_cast<size_t>(link_count()) + partners.size());
+  uint32_t source = 0;
+  for (const auto& [key, traffic] : classes_) {
+    for (net::Rank rank = 0; rank < topology_->rank_count(); ++rank) {
+      uses.emplace_back(link_of(rank, key).link, source);
+    }
+    ++source;
+  }
+  for (const auto& [id, traffic] : partners) uses.emplace_back(id, source++);
+  std::sort(uses.begin(), uses.end());
+
+  const auto partner_base = static_cast<uint32_t>(classes_.size());
+  std::vector<net::LinkStats> out;
+  out.reserve(uses.size());
+  std::vector<Interval> merged;
+  for (size_t begin = 0; begin < uses.size();) {
+    size_t end = begin;
+    while (end < uses.size() && uses[end].first == uses[begin].first) ++end;
+    net::LinkStats stats;
+    stats.link = uses[begin].first;
+    const net::LinkInfo info = topology_->link_info(stats.link);
+    stats.src = info.src;
+    stats.dst = info.dst;
+    stats.dimension = info.dimension;
+    for (size_t idx = begin; idx < end; ++idx) {
+      const ClassTraffic& traffic = *sources[uses[idx].second];
+      stats.bytes += traffic.bytes;
+      stats.busy += traffic.busy;
+      stats.messages += traffic.messages;
+    }
+    if (end - begin == 1 && uses[begin].second < partner_base) {
+      stats.peak_queue = class_peaks[uses[begin].second];
+    } else {
+      merged.clear();
+      for (size_t idx = begin; idx < end; ++idx) {
+        const std::vector<Interval>& intervals = sources[uses[idx].second]->intervals;
+        merged.insert(merged.end(), intervals.begin(), intervals.end());
+      }
+      stats.peak_queue = peak(merged);
+    }
+    out.push_back(stats);
+    begin = end;
+  }
+  return out;
 }
 
 void MirrorTraffic::dimension_totals(uint32_t dim, uint64_t& links_used, uint64_t& bytes,
@@ -112,12 +179,27 @@ void MirrorTraffic::dimension_totals(uint32_t dim, uint64_t& links_used, uint64_
   links_used = 0;
   bytes = 0;
   busy = SimTime::zero();
+  // Partner messages: every rank sends one, over as many links as the distance takes.
+  for (const PartnerMessage& message : partner_messages_) {
+    if (message.dim != dim) continue;
+    const net::Dimension& spec = topology_->dimension(dim);
+    const uint64_t hops = topology_->hops(dim, 0, message.distance % spec.size);
+    bytes += message.bytes * hops * topology_->rank_count();
+    busy += spec.bandwidth.serialization_time(message.bytes) *
+            static_cast<int64_t>(hops * topology_->rank_count());
+  }
+  // (Partner messages alone leave at least one used link per rank; counted so.)
+  bool partners = false;
+  for (const PartnerMessage& message : partner_messages_) partners = partners || message.dim == dim;
+  bool classes = false;
   for (const auto& [key, traffic] : classes_) {
     if (key.dim != dim) continue;
+    classes = true;
     links_used += topology_->rank_count();
     bytes += traffic.bytes * topology_->rank_count();
     busy += traffic.busy * topology_->rank_count();
   }
+  if (partners && !classes) links_used = topology_->rank_count();
 }
 
 }  // namespace orrery::sys

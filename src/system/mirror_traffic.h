@@ -27,11 +27,20 @@ class MirrorTraffic {
   // (analytical routing: the shorter way round on a Ring), in flight over [start, end).
   void record_message(uint32_t dim, uint32_t from, uint32_t to, uint64_t bytes, SimTime start,
                       SimTime end);
+  // A halving-doubling step at distance `distance` in `dim`: every member whose block
+  // (coordinate / distance) is even sends up to coordinate + distance, the others down. Not every
+  // link carries the same, so these are expanded rank by rank.
+  void record_partner_message(uint32_t dim, uint32_t distance, uint64_t bytes, SimTime start,
+                              SimTime end);
   // One in-network hop of `bytes` up to (or down from) the switch of `dim` over [start, end).
   void record_switch(uint32_t dim, bool up, uint64_t bytes, SimTime start, SimTime end);
 
   // Links of the whole network that carried traffic.
-  uint64_t link_count() const { return uint64_t{topology_->rank_count()} * classes_.size(); }
+  // (An upper bound when halving-doubling steps were recorded: their links may repeat the
+  // classes'.)
+  uint64_t link_count() const {
+    return uint64_t{topology_->rank_count()} * (classes_.size() + partner_messages_.size());
+  }
   // Every such link's statistics, ordered by link id. O(link_count() log) time and memory.
   std::vector<net::LinkStats> expand() const;
   // Totals per dimension over all its links: bytes and busy time.
@@ -61,8 +70,19 @@ class MirrorTraffic {
   net::Hop link_of(net::Rank rank, ClassKey key) const;
   static uint32_t peak(const std::vector<Interval>& intervals);
 
+  struct PartnerMessage {
+    uint32_t dim;
+    uint32_t distance;
+    uint64_t bytes;
+    SimTime start;
+    SimTime end;
+  };
+  // Per-link traffic of the partner messages, keyed by link id (ordered, so output is stable).
+  std::map<net::LinkId, ClassTraffic> partner_links() const;
+
   const net::Topology* topology_;
   std::map<ClassKey, ClassTraffic> classes_;
+  std::vector<PartnerMessage> partner_messages_;
 };
 
 }  // namespace orrery::sys
