@@ -51,7 +51,10 @@ std::string_view activity_name(Activity activity) {
 
 WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceGraph*> graphs,
                                    std::map<std::string, uint32_t> groups, ExecutorOptions options)
-    : engine_(engine), groups_(std::move(groups)), options_(std::move(options)) {
+    : engine_(engine),
+      groups_(std::move(groups)),
+      options_(std::move(options)),
+      remote_memory_(options_.memory, static_cast<uint32_t>(graphs.size())) {
   id_ = engine_.register_handler(*this);
   ranks_.resize(graphs.size());
   for (Rank rank = 0; rank < graphs.size(); ++rank) {
@@ -346,23 +349,24 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
     }
     case ChakraProtoMsg::MEM_LOAD_NODE:
     case ChakraProtoMsg::MEM_STORE_NODE: {
+      if (options_.replay_only) {  // ASTRA-sim replays memory nodes too, remote memory unused
+        const SimTime time = replay_time(graph, node);
+        state.result.memory += time;
+        begin(state, node, Activity::kMemory);
+        finish_after(time);
+        return true;
+      }
       Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "tensor_size");
       if (!bytes) {
         fail(bytes.error().with_context(where()));
         return false;
       }
-      const auto size = static_cast<double>(bytes->value_or(0));
-      SimTime time;
-      if (options_.memory.type == memory::MemoryType::kNoExpansion) {
-        time =
-            options_.local_mem_bw > 0
-                ? SimTime::from_ns(static_cast<int64_t>(std::floor(size / options_.local_mem_bw)))
-                : SimTime::zero();
-      } else {
-        // remote-mem-bw is decimal GB/s, that is bytes per ns.
-        const double ns = options_.memory.latency_ns + size / options_.memory.bandwidth_gbps;
-        time = SimTime::from_ns(static_cast<int64_t>(std::floor(ns)));
+      Expected<SimTime> done = remote_memory_.access(rank, bytes->value_or(0), engine_.now());
+      if (!done) {
+        fail(done.error().with_context(where()));
+        return false;
       }
+      const SimTime time = *done - engine_.now();  // waiting for the FIFO included
       state.result.memory += time;
       begin(state, node, Activity::kMemory);
       finish_after(time);

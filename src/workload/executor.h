@@ -5,7 +5,7 @@
 // communication slot (collectives and sends); receives, metadata and memory nodes take none. Ready
 // nodes are considered in ascending id order whenever something completes. Compute is replayed
 // from duration_micros or modelled by the roofline; collectives and point-to-point messages go to
-// the system layer; memory nodes cost latency + bytes / bandwidth.
+// the system layer; memory nodes go to the remote memory (memory/remote_memory.h).
 //
 // One executor per simulation. It is the SystemListener of the CollectiveEngine (bind() once).
 #pragma once
@@ -22,6 +22,7 @@
 #include "chakra/trace_graph.h"
 #include "core/error.h"
 #include "core/event_engine.h"
+#include "memory/remote_memory.h"
 #include "memory/remote_memory_config.h"
 #include "system/collective_engine.h"
 
@@ -168,6 +169,7 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   std::vector<RunObserver*> observers_;
   std::map<std::string, uint32_t> groups_;
   ExecutorOptions options_;
+  memory::RemoteMemory remote_memory_;  // built from options_.memory: declared after it
   std::optional<Error> failure_;
   size_t finished_ranks_ = 0;
 };
