@@ -33,6 +33,7 @@ struct RunOptions {
   std::string timeline_ranks;
   std::string memory_capacity;
   std::string progress = "auto";
+  std::string fast_path = "auto";
   std::string timing = "astra-sim";
   std::string dependencies = "both";
   std::string output;
@@ -60,6 +61,7 @@ int run(RunOptions& options) {
                                 : options.dependencies == "control"
                                     ? chakra::DependencyKinds::kControl
                                     : chakra::DependencyKinds::kBoth;
+  options.config.fast_path = options.fast_path != "off";
   if (!options.memory_capacity.empty()) {
     Expected<uint64_t> capacity = parse_bytes(options.memory_capacity);
     if (!capacity) return report_error(capacity.error().with_context("--memory-capacity"));
@@ -129,12 +131,23 @@ int run(RunOptions& options) {
       "  compute per rank        {} ns mean\n"
       "  communication per rank  {} ns mean in flight, {} ns not overlapped with compute\n"
       "  exposed communication   {} ns mean (finish minus compute, as ASTRA-sim reports)\n"
-      "  {} collectives, {} messages, {} events in {:.3f} s\n",
+      "  {} collectives, {} messages, {} events in {:.3f} s{}\n",
       result->ranks, options.config.network, result->backend, options.config.workload,
       ns_text(result->end), slowest.rank, ns_text(mean(compute)), ns_text(mean(comm)),
       ns_text(mean(not_overlapped)), ns_text(mean(exposed)),
       format_count(result->collectives.size()), format_count(result->messages),
-      format_count(result->events), wall);
+      format_count(result->events), wall,
+      result->symmetric
+          ? fmt::format("\n  fast path: all {} ranks alike, one simulated", result->ranks)
+          : "");
+  if (!result->peak_memory.empty()) {
+    size_t top = 0;
+    for (size_t rank = 1; rank < result->peak_memory.size(); ++rank) {
+      if (result->peak_memory[rank] > result->peak_memory[top]) top = rank;
+    }
+    std::cout << fmt::format("  peak memory             {} (rank {}, the highest)\n",
+                             format_bytes(result->peak_memory[top]), top);
+  }
 
   if (!options.output.empty()) {
     std::ofstream out(options.output);
@@ -146,6 +159,7 @@ int run(RunOptions& options) {
       return report_error(status.error());
   }
   if (timeline) {
+    if (result->symmetric) timeline->replicate_representative(result->ranks);
     if (Status status = timeline->write(options.timeline); !status)
       return report_error(status.error());
   }
@@ -216,6 +230,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "ranks to put in the timeline, e.g. 0-15,1024 (default: all)");
   cmd->add_option("--memory-capacity", options->memory_capacity,
                   "accelerator memory per rank, e.g. 80GiB: warn when a rank's peak exceeds it");
+  cmd->add_option(
+         "--fast-path", options->fast_path,
+         "auto: simulate one rank when all ranks provably behave alike (identical results); "
+         "off: simulate every rank")
+      ->check(CLI::IsMember({"auto", "off"}));
+  cmd->add_flag("--uniform", config.uniform,
+                "every rank runs <workload>.0.et (for clusters too big for a file per rank)");
   cmd->add_option("--progress", options->progress,
                   "progress on stderr: auto (when a terminal), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}));

@@ -83,13 +83,33 @@ nlohmann::json node_args(const workload::ActivityRecord& record, const chakra::T
 
 void TimelineRecorder::on_activity(const workload::ActivityRecord& record,
                                    const chakra::TraceGraph& graph) {
-  if (!ranks_.contains(record.rank)) return;
+  // Rank 0 is kept even when not asked for: in a symmetric run it stands for every rank.
+  if (!ranks_.contains(record.rank) && record.rank != 0) return;
   Slice slice;
   slice.record = record;
   slice.name = std::string(graph.name(record.node));
   if (slice.name.empty()) slice.name = fmt::format("node {}", graph.id(record.node));
   slice.args = node_args(record, graph).dump();
   slices_.push_back(std::move(slice));
+}
+
+void TimelineRecorder::replicate_representative(uint32_t ranks) {
+  const size_t representative = slices_.size();
+  for (uint32_t rank = 1; rank < ranks; ++rank) {
+    if (!ranks_.contains(rank)) continue;
+    for (size_t idx = 0; idx < representative; ++idx) {
+      if (slices_[idx].record.rank != 0) continue;
+      Slice copy = slices_[idx];
+      copy.record.rank = rank;
+      slices_.push_back(std::move(copy));
+    }
+  }
+  // Rank 0 itself was recorded only to stand for the others.
+  if (!ranks_.contains(0)) {
+    slices_.erase(std::remove_if(slices_.begin(), slices_.end(),
+                                 [](const Slice& slice) { return slice.record.rank == 0; }),
+                  slices_.end());
+  }
 }
 
 Status TimelineRecorder::write(const std::string& path) const {

@@ -23,6 +23,10 @@ class TimelineRecorder final : public workload::RunObserver {
   void on_activity(const workload::ActivityRecord& record,
                    const chakra::TraceGraph& graph) override;
 
+  // After a symmetric run (one representative rank simulated for all): gives every recorded rank
+  // below `ranks` rank 0's slices.
+  void replicate_representative(uint32_t ranks);
+
   // Writes the trace (JSON object format, "traceEvents", times in us). After the run.
   Status write(const std::string& path) const;
   size_t slices() const { return slices_.size(); }

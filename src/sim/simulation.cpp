@@ -11,8 +11,10 @@
 #include "core/units.h"
 #include "memory/remote_memory_config.h"
 #include "network/topology_yaml.h"
+#include "sim/symmetry.h"
 #include "system/system_config.h"
 #include "workload/comm_groups.h"
+#include "workload/local_memory.h"
 
 namespace orrery::sim {
 
@@ -25,6 +27,27 @@ struct LoadedRank {
   std::optional<TraceGraph> graph;
   chakra::ValidationReport report;
 };
+
+// One warning per rank whose peak exceeds `capacity`, for the first few; then one for the rest.
+void warn_over_capacity(const std::vector<uint64_t>& peaks, uint64_t capacity,
+                        const std::function<void(const std::string&)>& warn) {
+  constexpr size_t kNamed = 8;
+  size_t over = 0;
+  uint32_t highest = 0;
+  for (uint32_t rank = 0; rank < peaks.size(); ++rank) {
+    if (peaks[rank] <= capacity) continue;
+    if (over++ < kNamed) {
+      warn(fmt::format("rank {}: peak memory {} exceeds the capacity of {}", rank,
+                       format_bytes(peaks[rank]), format_bytes(capacity)));
+    }
+    if (peaks[rank] > peaks[highest]) highest = rank;
+  }
+  if (over > kNamed) {
+    warn(fmt::format(
+        "... and {} more ranks exceed the capacity of {} (the highest peak: rank {}, {})",
+        over - kNamed, format_bytes(capacity), highest, format_bytes(peaks[highest])));
+  }
+}
 
 }  // namespace
 
@@ -53,10 +76,27 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     if (!loaded) return loaded.error();
     remote = std::move(*loaded);
   }
+  for (const std::string& key : remote.unknown_keys) {
+    warn(fmt::format("{}: key '{}' is not an ASTRA-sim remote memory key; ignored", remote.path,
+                     key));
+  }
+  if (remote.type == memory::MemoryType::kPerNode &&
+      uint64_t{remote.num_nodes} * remote.num_npus_per_node < rank_count) {
+    const uint64_t covered = uint64_t{remote.num_nodes} * remote.num_npus_per_node;
+    warn(
+        fmt::format("{}: num-nodes x num-npus-per-node = {} x {} covers {} NPUs but the network "
+                    "has {} ranks; ranks {} and above form further nodes of {} (ASTRA-sim would "
+                    "index past its node table)",
+                    remote.path, remote.num_nodes, remote.num_npus_per_node, covered, rank_count,
+                    covered, remote.num_npus_per_node));
+  }
 
   Expected<chakra::TraceFiles> files = chakra::resolve_trace_files(config.workload);
   if (!files) return files.error();
-  if (files->paths.size() < rank_count) {
+  if (config.uniform) {
+    // Every rank runs rank 0's trace: read it once.
+    files->paths.resize(1);
+  } else if (files->paths.size() < rank_count) {
     return Error::make(ErrorKind::kIo,
                        "{}: the network ({}) has {} ranks but the workload has {} rank file(s); "
                        "{} is missing",
@@ -71,8 +111,9 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   }
 
   // ---- traces, loaded and validated in parallel ----
-  std::vector<LoadedRank> loaded(rank_count);
-  parallel_for(rank_count, config.threads, [&](size_t rank) {
+  const auto trace_count = static_cast<uint32_t>(files->paths.size());
+  std::vector<LoadedRank> loaded(trace_count);
+  parallel_for(trace_count, config.threads, [&](size_t rank) {
     Expected<TraceGraph> graph = chakra::load_trace(files->paths[rank]);
     if (!graph) {
       loaded[rank].error = graph.error();
@@ -82,7 +123,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     loaded[rank].graph = std::move(*graph);
   });
   size_t repaired_ranks = 0;
-  for (uint32_t rank = 0; rank < rank_count; ++rank) {
+  for (uint32_t rank = 0; rank < trace_count; ++rank) {
     if (loaded[rank].error) return *loaded[rank].error;
     const chakra::ValidationReport& report = loaded[rank].report;
     if (!report.passes(config.mode)) {
@@ -110,7 +151,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
       return status.error();
     }
   }
-  for (uint32_t rank = 0; rank < rank_count; ++rank) {
+  for (uint32_t rank = 0; rank < trace_count; ++rank) {
     const TraceGraph& graph = *loaded[rank].graph;
     for (chakra::NodeIndex node = 0; node < graph.size(); ++node) {
       if (graph.type(node) != ChakraProtoMsg::METADATA_NODE) continue;
@@ -134,9 +175,43 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   group_ids.emplace("", 0);
   if (groups.find("0") == &groups.all()) group_ids.emplace("0", 0);
 
+  // ---- a symmetric run simulates one representative rank ----
+  bool symmetric = false;
+  std::string symmetry_note = "the fast path is off";
+  if (config.fast_path) {
+    std::vector<std::string> all_ranks_groups{""};
+    if (group_ids.count("0") != 0) all_ranks_groups.push_back("0");
+    for (const auto& [name, group] : groups.named()) {
+      if (group.ranks.size() == rank_count) all_ranks_groups.push_back(name);
+    }
+    const bool shared_pools =
+        remote.type == memory::MemoryType::kPerNode || remote.type == memory::MemoryType::kPool;
+    SymmetryVerdict verdict = check_symmetric_run(*loaded[0].graph, *system, *topology,
+                                                  config.backend, shared_pools, all_ranks_groups);
+    if (verdict.symmetric && trace_count > 1) {
+      std::vector<uint8_t> same(trace_count, 1);
+      parallel_for(trace_count, config.threads, [&](size_t rank) {
+        same[rank] = loaded[0].graph->same_work(*loaded[rank].graph) ? 1 : 0;
+      });
+      for (uint32_t rank = 1; rank < trace_count && verdict.symmetric; ++rank) {
+        if (!same[rank]) {
+          verdict = {false, fmt::format("rank {} runs a different trace than rank 0", rank)};
+        }
+      }
+    }
+    symmetric = verdict.symmetric;
+    symmetry_note = verdict.reason;
+  }
+
   std::vector<const TraceGraph*> graphs;
-  graphs.reserve(rank_count);
-  for (const LoadedRank& rank : loaded) graphs.push_back(&*rank.graph);
+  if (symmetric) {
+    graphs.push_back(&*loaded[0].graph);
+  } else {
+    graphs.reserve(rank_count);
+    for (uint32_t rank = 0; rank < rank_count; ++rank) {
+      graphs.push_back(&*loaded[config.uniform ? 0 : rank].graph);
+    }
+  }
 
   workload::ExecutorOptions options;
   options.dependencies = config.dependencies;
@@ -150,6 +225,8 @@ Expected<RunResult> run_simulation(const RunConfig& config,
 
   sys::EngineOptions engine_options;
   engine_options.injection_scale = config.injection_scale;
+  engine_options.mirror = symmetric;
+  engine_options.rounding = config.rounding;
 
   // The executor listens to the collective engine, which needs its groups before the run: build
   // the group table first, then both.
@@ -169,6 +246,23 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   for (auto& [name, ranks] : declared) (*collectives)->add_group(std::move(ranks), name);
   executor.bind(**collectives);
   for (workload::RunObserver* observer : config.observers) executor.add_observer(*observer);
+  // Peak memory per rank, when the traces name their tensors, the system file asks for it
+  // (track-local-mem) or a capacity is to be checked.
+  std::optional<workload::LocalMemoryTracker> local_memory;
+  {
+    Expected<workload::LocalMemoryTracker> tracker =
+        workload::LocalMemoryTracker::create(graphs, config.threads);
+    if (!tracker) {
+      if (config.memory_capacity > 0 || config.mode == chakra::ValidationMode::kStrict) {
+        return tracker.error();
+      }
+      warn(fmt::format("{}; peak memory is not tracked", tracker.error().message()));
+    } else if (tracker->has_tensor_attributes() || config.memory_capacity > 0 ||
+               system->track_local_mem) {
+      local_memory.emplace(std::move(*tracker));
+      executor.add_observer(*local_memory);
+    }
+  }
 
   executor.start();
   if (!executor.failure() && !(*collectives)->failure()) {
@@ -206,7 +300,24 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   result.ranks = rank_count;
   result.rank_results = executor.results();
   result.collectives = (*collectives)->records();
-  result.links = (*network)->link_stats();
+  result.symmetric = symmetric;
+  result.symmetry_note = symmetric ? "" : symmetry_note;
+  // A symmetric run lists every link unless there are more than this many.
+  constexpr uint64_t kMaxExpandedLinks = uint64_t{1} << 22;
+  if (symmetric) {
+    // Every rank did what the representative did.
+    const workload::RankResult representative = result.rank_results.front();
+    result.rank_results.assign(rank_count, representative);
+    for (uint32_t rank = 0; rank < rank_count; ++rank) result.rank_results[rank].rank = rank;
+    const sys::MirrorTraffic& traffic = (*collectives)->mirror_traffic();
+    if (traffic.link_count() <= kMaxExpandedLinks) {
+      result.links = traffic.expand();
+    } else {
+      result.links_aggregated = true;
+    }
+  } else {
+    result.links = (*network)->link_stats();
+  }
   for (uint32_t dim = 0; dim < topology->dimension_count(); ++dim) {
     DimensionSummary summary;
     summary.topology = std::string(net::topology_kind_name(topology->dimension(dim).kind));
@@ -221,12 +332,29 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     summary.bytes += link.bytes;
     summary.busy += link.busy;
   }
+  if (result.links_aggregated) {
+    for (uint32_t dim = 0; dim < topology->dimension_count(); ++dim) {
+      DimensionSummary& summary = result.dimensions[dim];
+      (*collectives)
+          ->mirror_traffic()
+          .dimension_totals(dim, summary.links_used, summary.bytes, summary.busy);
+    }
+  }
   result.collective_group_names = group_names;
   for (const workload::RankResult& rank : result.rank_results)
     result.end = std::max(result.end, rank.finish);
   result.events = engine.events_handled();
   result.messages = (*collectives)->messages_sent();
   result.backend = config.backend;
+  if (local_memory) {
+    result.peak_memory.resize(rank_count);
+    for (uint32_t rank = 0; rank < rank_count; ++rank) {
+      result.peak_memory[rank] = local_memory->peak(symmetric ? 0 : rank);
+    }
+    if (config.memory_capacity > 0) {
+      warn_over_capacity(result.peak_memory, config.memory_capacity, warn);
+    }
+  }
   return result;
 }
 

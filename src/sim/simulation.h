@@ -36,6 +36,12 @@ struct RunConfig {
   double comm_scale = 1.0;
   double injection_scale = 1.0;
   size_t threads = 0;  // for loading traces; 0 = one per core
+  // Simulate one rank when every rank provably behaves alike (sim/symmetry.h); off forces the
+  // full event-by-event simulation of every rank. Results are identical either way.
+  bool fast_path = true;
+  // Every rank runs <workload>.0.et (no other rank files are read): for clusters too large to
+  // hold a file per rank.
+  bool uniform = false;
   // Observers of every rank's activities (timelines, ...); they must outlive the run.
   std::vector<workload::RunObserver*> observers;
   // Accelerator memory per rank; a warning names the ranks whose peak exceeds it (0 = unchecked).
@@ -69,6 +75,11 @@ struct RunResult {
   SimTime end;                                      // the latest finish
   uint64_t events = 0;                              // events handled
   uint64_t messages = 0;                            // network messages sent
+  bool symmetric = false;                           // one representative rank was simulated for all
+  std::string symmetry_note;  // why the run was not symmetric, when it was not
+  // Links were too many to list one by one (a symmetric run of a huge network): `links` is empty
+  // and `dimensions` holds the totals.
+  bool links_aggregated = false;
   std::string backend;
 };
 

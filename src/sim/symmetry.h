@@ -1,0 +1,35 @@
+// sim/symmetry.h: when every rank of a run is provably the same, simulate one.
+//
+// A run is *symmetric* when every rank executes the same trace (node for node: types, durations,
+// attributes and dependencies, ids aside), every collective runs over all ranks with an algorithm
+// whose messages look alike from every rank (ring, direct, halving-doubling on power-of-two
+// dimensions, in-switch), there are no point-to-point messages, the network model has no
+// contention (the analytical backend) and memory has no shared pools. Then every rank does the
+// same thing at the same time, and the messages a rank receives are mirror images of the ones it
+// sends: simulating one representative rank gives every rank's result exactly
+// (tests/sim/symmetry_test.cpp compares the two on randomized workloads).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "chakra/trace_graph.h"
+#include "network/topology.h"
+#include "system/system_config.h"
+
+namespace orrery::sim {
+
+struct SymmetryVerdict {
+  bool symmetric = false;
+  std::string reason;  // why not, for --explain-fast-path style messages
+};
+
+// Checks everything but the traces' sameness (which the caller establishes with
+// TraceGraph::same_work): the representative trace's operations, the system configuration, the
+// network and the memory model. `all_ranks_groups` are the pg_names whose group is every rank.
+SymmetryVerdict check_symmetric_run(const chakra::TraceGraph& representative,
+                                    const sys::SystemConfig& system, const net::Topology& topology,
+                                    const std::string& backend, bool shared_memory_pools,
+                                    const std::vector<std::string>& all_ranks_groups);
+
+}  // namespace orrery::sim
