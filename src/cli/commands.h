@@ -15,6 +15,7 @@ void add_trace_command(CLI::App& app, int& exit_code);
 void add_net_command(CLI::App& app, int& exit_code);
 void add_gen_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
+void add_convert_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
 
 // Prints "orrery: error: <message>" on stderr and returns the exit code for it (1).

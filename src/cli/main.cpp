@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   orrery::cli::add_net_command(app, exit_code);
   orrery::cli::add_gen_command(app, exit_code);
   orrery::cli::add_run_command(app, exit_code);
+  orrery::cli::add_convert_command(app, exit_code);
   orrery::cli::add_report_command(app, exit_code);
 
   try {

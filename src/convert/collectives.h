@@ -1,0 +1,58 @@
+// convert/collectives.h: what a PyTorch communication op moves, read from the host trace.
+//
+// A collective appears in a host trace as a small call tree:
+//   c10d::allreduce_ (the Python-level call)
+//     record_param_comms (metadata: collective name, message sizes, dtype, process group)
+//       nccl:all_reduce (the launch of the NCCL kernel; its inputs are the tensors sent)
+// describe_communication() reads one `nccl:*` op and its neighbours into a CommSpec: the kind
+// (collective, send or receive), the Chakra collective type, the bytes (from the tensors, as
+// num_elem x elem_bytes), the process group and, for point-to-point ops, the peer and tag.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "convert/host_trace.h"
+#include "convert/kineto_trace.h"
+#include "et_def.pb.h"
+
+namespace orrery::convert {
+
+enum class CommKind : uint8_t { kCollective, kSend, kRecv };
+
+struct CommName {
+  CommKind kind = CommKind::kCollective;
+  ChakraProtoMsg::CollectiveCommType type = ChakraProtoMsg::ALL_REDUCE;  // for collectives
+};
+
+// The communication a name stands for: "nccl:all_reduce", "allreduce", "all_to_allv",
+// "_allgather_base", "reduce_scatter_tensor", "broadcast", "nccl:send", ... Matching ignores case,
+// '_' and '-'. nullopt for names that move no data by themselves ("wait", "coalesced").
+std::optional<CommName> comm_name(std::string_view name);
+
+// Element bytes of a dtype as record_param_comms writes it ("Float" 4, "BFloat16" 2, ...); 0 when
+// unknown.
+uint64_t dtype_bytes(std::string_view dtype);
+
+struct CommSpec {
+  CommName name;
+  uint64_t bytes = 0;
+  std::string size_source;  // "nccl op tensors", "record_param_comms in_msg_nelems", ...
+  std::string pg_name;      // "" when the trace does not say (the whole job)
+  // Point-to-point: the peer as a rank of the process group, and as a global rank when the trace
+  // gives the group's rank layout (global_rank_start, global_rank_stride).
+  std::optional<int64_t> peer_group_rank;
+  std::optional<int64_t> peer_global_rank;
+  int64_t tag = 0;
+};
+
+// Describes the communication of host op `op_index` (an `nccl:*` op, or record_param_comms when
+// the trace has no nccl op under it). `kernel`, when given, is the op's NCCL kernel: its args
+// ("Process Group Name", "In msg nelems", "dtype") fill what the host trace leaves out. nullopt
+// when the op's name does not name a communication.
+std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op_index,
+                                               const KinetoEvent* kernel);
+
+}  // namespace orrery::convert

@@ -1,0 +1,87 @@
+// tests/convert/convert_test_support.h: inputs for the converter tests. Small real traces live in
+// tests/data/pytorch (see its NOTICE); the large ones are read from ../shared/data when present,
+// and tarballs are unpacked with `tar` into a temporary folder.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "chakra/trace_builder.h"
+#include "chakra/trace_file.h"
+#include "chakra/validation.h"
+#include "convert/pytorch_converter.h"
+
+namespace orrery::test {
+
+inline std::string pytorch_data(const std::string& name) { return test_data("pytorch/" + name); }
+
+inline std::string shared_data(const std::string& relative) {
+  return std::string(ORRERY_SHARED_DATA_DIR) + "/" + relative;
+}
+
+inline std::string param_input(const std::string& name) {
+  return shared_data("facebookresearch+param/et_replay/tests/inputs/" + name);
+}
+
+inline void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// Unpacks a .tar.gz into `dir`; false when tar fails.
+inline bool untar(const std::string& archive, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const std::string command = "tar -xzf '" + archive + "' -C '" + dir + "' 2>/dev/null";
+  return std::system(command.c_str()) == 0;
+}
+
+// Loads a written trace and validates it; the report of the checks.
+inline chakra::ValidationReport validate_file(const std::string& path, size_t* nodes = nullptr) {
+  Expected<chakra::TraceGraph> graph = chakra::load_trace(path);
+  EXPECT_TRUE(graph) << (graph ? "" : graph.error().message());
+  if (!graph) return {};
+  if (nodes != nullptr) *nodes = graph->size();
+  return chakra::validate_trace(*graph);
+}
+
+// Every diagnostic, one a line, for failure messages.
+inline std::string findings(const chakra::ValidationReport& report) {
+  std::string text;
+  for (const auto& line : report.summary_lines(3)) text += line + "\n";
+  return text;
+}
+
+// The converted nodes by type name.
+inline std::map<std::string, size_t> count_types(const convert::Conversion& conversion) {
+  std::map<std::string, size_t> counts;
+  for (const auto& node : conversion.nodes) ++counts[ChakraProtoMsg::NodeType_Name(node.type())];
+  return counts;
+}
+
+inline const ChakraProtoMsg::AttributeProto* find_attr(const ChakraProtoMsg::Node& node,
+                                                       const std::string& name) {
+  for (const auto& attr : node.attr())
+    if (attr.name() == name) return &attr;
+  return nullptr;
+}
+
+// Every edge goes from a lower id to a higher one (a sufficient condition for no cycle), and every
+// parent is in the trace.
+inline void expect_forward_edges(const convert::Conversion& conversion) {
+  std::set<uint64_t> ids;
+  for (const auto& node : conversion.nodes) ids.insert(node.id());
+  for (const auto& node : conversion.nodes) {
+    EXPECT_TRUE(node.ctrl_deps().empty()) << "node " << node.id();
+    for (const uint64_t parent : node.data_deps()) {
+      EXPECT_LT(parent, node.id()) << "node " << node.id();
+      EXPECT_EQ(ids.count(parent), 1u) << "node " << node.id() << " parent " << parent;
+    }
+  }
+}
+
+}  // namespace orrery::test

@@ -1,0 +1,191 @@
+// The converter on real PyTorch traces: the small ones bundled in tests/data/pytorch, the ResNet
+// traces of facebookresearch/param from ../shared/data when present.
+#include <gtest/gtest.h>
+
+#include "convert/host_trace.h"
+#include "convert/kineto_trace.h"
+#include "convert_test_support.h"
+
+namespace orrery::convert {
+namespace {
+
+using test::find_attr;
+using test::TempDir;
+
+struct Converted {
+  Conversion conversion;
+  chakra::ValidationReport checks;
+  size_t written_nodes = 0;
+};
+
+// Converts, writes and validates; fails the test on any error.
+Converted convert_and_check(const std::string& host_path, const std::string& device_path = "") {
+  Converted result;
+  Expected<HostTrace> host = read_host_trace(host_path);
+  EXPECT_TRUE(host) << host.error().message();
+  if (!host) return result;
+  std::optional<KinetoTrace> kineto;
+  if (!device_path.empty()) {
+    Expected<KinetoTrace> read = read_kineto_trace(device_path);
+    EXPECT_TRUE(read) << read.error().message();
+    if (!read) return result;
+    kineto = std::move(*read);
+  }
+  Expected<Conversion> conversion = convert_pytorch_trace(*host, kineto ? &*kineto : nullptr, {});
+  EXPECT_TRUE(conversion) << conversion.error().message();
+  if (!conversion) return result;
+  result.conversion = std::move(*conversion);
+  TempDir dir;
+  const Status written = write_conversion(result.conversion, dir.file("out.et"));
+  EXPECT_TRUE(written) << written.error().message();
+  result.checks = test::validate_file(dir.file("out.et"), &result.written_nodes);
+  EXPECT_TRUE(result.checks.diagnostics().empty()) << test::findings(result.checks);
+  test::expect_forward_edges(result.conversion);
+  return result;
+}
+
+size_t count_named(const Expected<HostTrace>& host, std::string_view name) {
+  size_t count = 0;
+  for (const HostOp& op : host->ops()) {
+    if (op.name == name) ++count;
+  }
+  return count;
+}
+
+TEST(RealTraces, chakra_1_0_2_all_gather_loop_from_the_host_trace) {
+  const Converted result =
+      convert_and_check(test::pytorch_data("chakra_1.0.2-chakra.0.0.4.json.gz"));
+  const ConversionReport& report = result.conversion.report;
+  EXPECT_EQ(report.host_nodes, 263u);
+  EXPECT_EQ(result.written_nodes, report.output_nodes);
+  ASSERT_EQ(report.comms.size(), 10u);
+  for (const CommRecord& comm : report.comms) {
+    EXPECT_EQ(comm.comm_type, ChakraProtoMsg::ALL_GATHER);
+    EXPECT_EQ(comm.bytes, 4u) << "one float per rank";
+  }
+  EXPECT_EQ(test::count_types(result.conversion).at("METADATA_NODE"), 1u);
+  ASSERT_EQ(report.process_group_texts.size(), 1u);
+  EXPECT_NE(report.process_group_texts[0].find("\"pg_name\": \"0\""), std::string::npos);
+}
+
+TEST(RealTraces, pt2_schema_1_1_1_converts) {
+  const Converted result = convert_and_check(test::pytorch_data("pt2_et.json.gz"));
+  EXPECT_EQ(result.conversion.report.schema, "1.1.1-chakra.0.0.4");
+  EXPECT_EQ(result.conversion.report.host_nodes, 20u);
+  EXPECT_GT(result.conversion.report.host_ops, 10u);
+}
+
+TEST(RealTraces, simple_add_pair_takes_kernel_durations_from_kineto) {
+  const Converted result =
+      convert_and_check(test::pytorch_data("benchmark_simple_add_et.json.gz"),
+                        test::pytorch_data("benchmark_simple_add_trace.json.gz"));
+  const ConversionReport& report = result.conversion.report;
+  EXPECT_EQ(report.host_ops_linked, 36u);
+  EXPECT_EQ(report.host_ops_linkable, 36u);
+  EXPECT_EQ(report.gpu_events, 4u);
+  EXPECT_EQ(report.gpu_events_linked, 4u);
+  EXPECT_EQ(report.kernels, 4u);
+  // The kernels as Kineto measured them (us), launched by the ops whose time encloses the launch.
+  std::vector<std::pair<uint64_t, int64_t>> kernels;  // (duration, launching host op)
+  for (const auto& node : result.conversion.nodes) {
+    if (find_attr(node, "stream") == nullptr) continue;
+    kernels.emplace_back(node.duration_micros(), find_attr(node, "host_op_id")->int64_val());
+  }
+  EXPECT_EQ(kernels, (std::vector<std::pair<uint64_t, int64_t>>{{5, 8}, {5, 13}, {3, 36}, {3, 58}}))
+      << "two uniform_ kernels, two add kernels";
+}
+
+TEST(RealTraces, linear_pair_links_every_host_op_and_names_other_iterations) {
+  const Converted result = convert_and_check(test::pytorch_data("linear_et.json.gz"),
+                                             test::pytorch_data("linear_kineto.json.gz"));
+  const ConversionReport& report = result.conversion.report;
+  EXPECT_EQ(report.schema, "1.0.1");
+  EXPECT_EQ(report.host_ops_linkable, 928u);
+  EXPECT_EQ(report.host_ops_linked, 928u);
+  EXPECT_GT(report.kernels, 100u);
+  EXPECT_LT(report.gpu_events_linked, report.gpu_events)
+      << "the Kineto trace spans many iterations, the host trace one";
+  uint64_t dropped_gpu = 0;
+  for (const ConversionNote& note : report.notes) {
+    if (note.what.find("GPU events") != std::string::npos && note.dropped)
+      dropped_gpu += note.count;
+  }
+  EXPECT_EQ(report.gpu_events_linked + dropped_gpu, report.gpu_events)
+      << "every GPU event is either linked or counted as dropped";
+  // Every kernel node lasts as long as a kernel of its name did in the Kineto trace.
+  Expected<KinetoTrace> kineto = read_kineto_trace(test::pytorch_data("linear_kineto.json.gz"));
+  ASSERT_TRUE(kineto);
+  std::map<std::string, std::multiset<uint64_t>> measured;
+  for (const KinetoEvent& event : kineto->events()) {
+    if (event.category == KinetoCategory::kKernel)
+      measured[std::string(event.name)].insert(static_cast<uint64_t>((event.dur_ns + 500) / 1000));
+  }
+  size_t checked = 0;
+  for (const auto& node : result.conversion.nodes) {
+    if (find_attr(node, "stream") == nullptr || measured.count(node.name()) == 0) continue;
+    EXPECT_GE(measured[node.name()].count(node.duration_micros()), 1u) << node.name();
+    ++checked;
+  }
+  EXPECT_EQ(checked, report.kernels);
+  EXPECT_NE(report.durations.find("CPU time from Kineto"), std::string::npos);
+}
+
+TEST(RealTraces, resnet_host_traces_hold_their_collectives) {
+  if (!test::shared_data_present())
+    GTEST_SKIP() << "no ../shared/data: the ResNet traces are there";
+  for (const char* file :
+       {"1.0.3-chakra.0.0.4/resnet_1gpu_et.json.gz", "1.1.0-chakra.0.0.4/resnet_2gpu_et.json.gz"}) {
+    SCOPED_TRACE(file);
+    const std::string path = test::param_input(file);
+    Expected<HostTrace> host = read_host_trace(path);
+    ASSERT_TRUE(host) << host.error().message();
+    EXPECT_EQ(count_named(host, "record_param_comms"), 27u);
+    const Converted result = convert_and_check(path);
+    const ConversionReport& report = result.conversion.report;
+    EXPECT_GT(report.host_ops, 1000u);
+    std::map<int32_t, size_t> by_type;
+    for (const CommRecord& comm : report.comms) ++by_type[comm.comm_type];
+    EXPECT_EQ(by_type[ChakraProtoMsg::ALL_REDUCE], 15u);
+    EXPECT_EQ(by_type[ChakraProtoMsg::BROADCAST], 6u);
+    EXPECT_EQ(report.comms.size(), 21u);
+  }
+}
+
+TEST(RealTraces, resnet_2gpu_collective_sizes_match_record_param_comms) {
+  if (!test::shared_data_present())
+    GTEST_SKIP() << "no ../shared/data: the ResNet traces are there";
+  const std::string path = test::param_input("1.1.0-chakra.0.0.4/resnet_2gpu_et.json.gz");
+  Expected<HostTrace> host = read_host_trace(path);
+  ASSERT_TRUE(host);
+  // The expectation from record_param_comms' own attributes: in_msg_nelems x dtype, per nccl op.
+  std::map<uint64_t, uint64_t> expected;  // nccl op id -> bytes
+  for (const HostOp& op : host->ops()) {
+    if (op.name.substr(0, 5) != "nccl:") continue;
+    const HostOp& meta = host->ops()[*host->find(*op.parent)];
+    ASSERT_EQ(meta.name, "record_param_comms");
+    const std::string dtype = *host->attr_string(meta, "dtype");
+    const uint64_t element = dtype == "Float" ? 4 : (dtype == "Long" ? 8 : 0);
+    ASSERT_NE(element, 0u) << dtype;
+    expected[op.id] = static_cast<uint64_t>(*host->attr_int(meta, "in_msg_nelems")) * element;
+    EXPECT_EQ(host->attr_string(meta, "pg_name"), "0");
+  }
+  ASSERT_EQ(expected.size(), 21u);
+  const Converted result = convert_and_check(path);
+  uint64_t total = 0;
+  for (const CommRecord& comm : result.conversion.report.comms) {
+    EXPECT_EQ(comm.bytes, expected.at(comm.host_id)) << "node " << comm.node_id;
+    EXPECT_EQ(comm.pg_name, "0");
+    total += comm.bytes;
+  }
+  EXPECT_GT(total, 40'000'000u) << "ResNet's gradients, about 11 M parameters in fp32 per step";
+  // The node the collective's bytes come from, as the summary counts them.
+  for (const auto& node : result.conversion.nodes) {
+    if (node.type() != ChakraProtoMsg::COMM_COLL_NODE) continue;
+    EXPECT_EQ(find_attr(node, "pg_name")->string_val(), "0");
+    EXPECT_EQ(static_cast<uint64_t>(find_attr(node, "comm_size")->int64_val()),
+              expected.at(static_cast<uint64_t>(find_attr(node, "host_op_id")->int64_val())));
+  }
+}
+
+}  // namespace
+}  // namespace orrery::convert

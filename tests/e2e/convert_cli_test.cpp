@@ -1,0 +1,156 @@
+// `orrery convert` as a user runs it: PyTorch host traces with and without their Kineto traces, a
+// directory of ranks that then runs in `orrery run`, and malformed input giving one clear message
+// and a non-zero exit.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "chakra/trace_builder.h"
+#include "e2e/run_command.h"
+
+namespace orrery {
+namespace {
+
+using test::TempDir;
+
+std::string pytorch(const std::string& name) { return test::test_data("pytorch/" + name); }
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+void expect_clean_failure(const CommandResult& result, const std::string& needle) {
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(result.err.rfind("orrery: error: ", 0), 0u) << result.err;
+  EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+}
+
+TEST(ConvertCli, help_names_every_input) {
+  const CommandResult result = run_orrery({"convert", "--help"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const char* flag : {"--host", "--device", "--dir", "--output", "--allow-pid-mismatch"})
+    EXPECT_NE(result.out.find(flag), std::string::npos) << flag;
+  const CommandResult verbs = run_orrery({"--help"});
+  EXPECT_NE(verbs.out.find("convert"), std::string::npos) << verbs.out;
+}
+
+TEST(ConvertCli, host_and_kineto_pair_converts_and_validates_strictly) {
+  TempDir dir;
+  const CommandResult result =
+      run_orrery({"convert", "--host", pytorch("benchmark_simple_add_et.json.gz"), "--device",
+                  pytorch("benchmark_simple_add_trace.json.gz"), "-o", dir.file("add.et")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("wrote " + dir.file("add.et") + ": 40 nodes"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("(36 host ops, 4 GPU kernels, 0 GPU copies and sets)"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("36 of 36 host ops"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("thread and process annotation nodes"), std::string::npos)
+      << "what is dropped is named: " << result.out;
+  const CommandResult check = run_orrery({"trace", "validate", "--strict", dir.file("add.et")});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("40 nodes: valid"), std::string::npos) << check.out;
+}
+
+TEST(ConvertCli, host_trace_alone_keeps_its_collectives) {
+  TempDir dir;
+  const CommandResult result =
+      run_orrery({"convert", "--host", pytorch("chakra_1.0.2-chakra.0.0.4.json.gz"), "-o",
+                  dir.file("ag.et.gz")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("ALL_GATHER        10 x, 40 B (40 B)"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("METADATA_NODE       1"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("durations           none in the host trace"), std::string::npos)
+      << result.out;
+  EXPECT_EQ(run_orrery({"trace", "validate", "--strict", dir.file("ag.et.gz")}).exit_code, 0);
+}
+
+TEST(ConvertCli, malformed_inputs_fail_with_the_file_named) {
+  TempDir dir;
+  write_text(dir.file("schema.json"), R"({"schema": "9.9.9", "nodes": []})");
+  write_text(dir.file("nonodes.json"), R"({"schema": "1.0.1", "pid": 3})");
+  write_text(dir.file("cut.json"), R"({"schema": "1.0.1", "nodes": [{"id": 1, "name": "aten::m)");
+  write_text(dir.file("noparent.json"),
+             R"({"schema": "1.1.0-chakra.0.0.4", "nodes": [{"id": 8, "name": "aten::mm"}]})");
+  const auto convert = [&](const std::string& host) {
+    return run_orrery({"convert", "--host", host, "-o", dir.file("out.et")});
+  };
+  expect_clean_failure(convert(dir.file("schema.json")), "schema.json: unknown schema '9.9.9'");
+  expect_clean_failure(convert(dir.file("nonodes.json")), "nonodes.json: no 'nodes' list");
+  expect_clean_failure(convert(dir.file("cut.json")),
+                       "cut.json: not a complete JSON document, it ends too early");
+  expect_clean_failure(convert(dir.file("noparent.json")),
+                       "noparent.json: node 8: has no "
+                       "'ctrl_deps'");
+  expect_clean_failure(convert(pytorch("benchmark_simple_add_trace.json.gz")),
+                       "is a Kineto trace (it has 'traceEvents'), not a PyTorch execution trace: "
+                       "give it with --device");
+  expect_clean_failure(
+      run_orrery({"convert", "--host", pytorch("benchmark_simple_add_et.json.gz"), "--device",
+                  pytorch("linear_et.json.gz"), "-o", dir.file("out.et")}),
+      "not a Kineto trace: give it with --host");
+  expect_clean_failure(convert(dir.file("absent.json")), "absent.json: cannot open");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out.et"))) << "nothing written on failure";
+  expect_clean_failure(run_orrery({"convert", "-o", dir.file("out.et")}), "--host");
+  EXPECT_NE(run_orrery({"convert", "--host", dir.file("schema.json")}).exit_code, 0)
+      << "-o is required";
+}
+
+TEST(ConvertCli, kineto_trace_of_another_run_is_refused) {
+  if (!test::shared_data_present()) GTEST_SKIP() << "no ../shared/data: the ResNet pair is there";
+  TempDir dir;
+  const std::string inputs =
+      std::string(ORRERY_SHARED_DATA_DIR) + "/facebookresearch+param/et_replay/tests/inputs/";
+  expect_clean_failure(run_orrery({"convert", "--host", inputs + "resnet_et.json.gz", "--device",
+                                   inputs + "resnet_kineto.json.gz", "-o", dir.file("r.et")}),
+                       "they are not the same run");
+}
+
+TEST(ConvertCli, dlrm_ranks_convert_and_run_to_completion) {
+  if (!test::shared_data_present()) GTEST_SKIP() << "no ../shared/data: the DLRM set is there";
+  TempDir dir;
+  const std::string inputs =
+      std::string(ORRERY_SHARED_DATA_DIR) + "/facebookresearch+param/et_replay/tests/inputs/";
+  std::filesystem::create_directories(dir.file("in"));
+  for (const char* archive : {"dlrm_pytorch_et.tar.gz", "dlrm_kineto.tar.gz"}) {
+    const std::string command = "tar -xzf '" + inputs + archive + "' -C '" + dir.file("in") + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  }
+  const CommandResult converted =
+      run_orrery({"convert", "--dir", dir.file("in"), "-o", dir.file("out/dlrm")});
+  ASSERT_EQ(converted.exit_code, 0) << converted.err;
+  EXPECT_NE(converted.out.find("8 ranks: 8 with a Kineto trace"), std::string::npos)
+      << converted.out;
+  EXPECT_NE(converted.out.find("ALL_TO_ALL        40 x"), std::string::npos) << converted.out;
+  EXPECT_NE(converted.out.find("ALL_REDUCE        24 x"), std::string::npos) << converted.out;
+  EXPECT_EQ(converted.out.find("warning"), std::string::npos) << converted.out;
+  EXPECT_EQ(run_orrery({"trace", "validate", "--strict", dir.file("out/dlrm")}).exit_code, 0);
+
+  // An 8-rank ring to run it on.
+  write_text(dir.file("net.yml"),
+             "topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n");
+  write_text(dir.file("sys.json"),
+             R"({"scheduling-policy": "LIFO", "endpoint-delay": 10,
+                 "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4,
+                 "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+                 "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["ring"],
+                 "collective-optimization": "localBWAware", "local-mem-bw": 50})");
+  const CommandResult run = run_orrery({"run", "--workload-configuration=" + dir.file("out/dlrm"),
+                                        "--comm-group-configuration=" + dir.file("out/dlrm.json"),
+                                        "--system-configuration=" + dir.file("sys.json"),
+                                        "--network-configuration=" + dir.file("net.yml")});
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  for (int rank = 0; rank < 8; ++rank) {
+    EXPECT_NE(run.out.find("sys[" + std::to_string(rank) + "] finished"), std::string::npos)
+        << run.out;
+  }
+  EXPECT_NE(run.out.find("8 collectives"), std::string::npos) << run.out;
+}
+
+}  // namespace
+}  // namespace orrery
