@@ -1,5 +1,8 @@
 #include "chakra/record_stream.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -28,29 +31,36 @@ bool ends_with(const std::string& text, std::string_view suffix) {
 // ---- RecordReader ----------------------------------------------------------------------------
 
 Expected<RecordReader> RecordReader::open(const std::string& path) {
-  std::FILE* probe = std::fopen(path.c_str(), "rb");
-  if (probe == nullptr) {
+  // One descriptor serves the size, the gzip magic and zlib: thousands of rank files are opened
+  // in one run, and each system call counts.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     return Error::make(ErrorKind::kIo, "{}: cannot open: {}", path, std::strerror(errno));
   }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
+    const int error = S_ISDIR(info.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    return Error::make(ErrorKind::kIo, "{}: cannot open: {}", path, std::strerror(error));
+  }
   unsigned char magic[2] = {0, 0};
-  const size_t got = std::fread(magic, 1, 2, probe);
-  std::fclose(probe);
+  const ssize_t got = ::pread(fd, magic, 2, 0);
 
   RecordReader reader;
   reader.path_ = path;
   reader.compressed_ = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  reader.file_bytes_ = S_ISREG(info.st_mode) ? static_cast<uint64_t>(info.st_size) : 0;
   // zlib reads plain files transparently, so one code path serves both.
-  gzFile file = gzopen(path.c_str(), "rb");
+  gzFile file = gzdopen(fd, "rb");
   if (file == nullptr) {
-    return Error::make(ErrorKind::kIo, "{}: cannot open: {}", path, std::strerror(errno));
+    ::close(fd);
+    return Error::make(ErrorKind::kIo, "{}: cannot open: out of memory", path);
   }
-  // A small file needs no large buffer: thousands of rank files are opened in one run.
-  std::error_code size_error;
-  const uint64_t size = std::filesystem::file_size(path, size_error);
+  // A small file needs no large buffer.
   const size_t buffer =
-      size_error || reader.compressed_
+      reader.compressed_ || reader.file_bytes_ == 0
           ? kReadBuffer
-          : static_cast<size_t>(std::clamp<uint64_t>(size + 1, 4096, kReadBuffer));
+          : static_cast<size_t>(std::clamp<uint64_t>(reader.file_bytes_ + 1, 4096, kReadBuffer));
   gzbuffer(file, static_cast<unsigned>(buffer));
   reader.file_ = file;
   reader.buffer_.resize(buffer);
@@ -71,6 +81,7 @@ RecordReader& RecordReader::operator=(RecordReader&& other) noexcept {
     record_index_ = other.record_index_;
     record_offset_ = other.record_offset_;
     compressed_ = other.compressed_;
+    file_bytes_ = other.file_bytes_;
     io_error_ = std::move(other.io_error_);
   }
   return *this;

@@ -20,7 +20,8 @@ namespace orrery::chakra {
 
 class RecordReader {
  public:
-  // Opens `path` for reading. Fails when the file cannot be opened. Cost: one open and a buffer.
+  // Opens `path` for reading. Fails when the file cannot be opened or is a directory. Cost: one
+  // open, one fstat and a buffer.
   static Expected<RecordReader> open(const std::string& path);
 
   RecordReader(RecordReader&&) noexcept;
@@ -38,6 +39,8 @@ class RecordReader {
   // Offset, in the uncompressed stream, of the length prefix of the record last returned.
   uint64_t record_offset() const { return record_offset_; }
   bool compressed() const { return compressed_; }
+  // Size of the file on disk when it is a regular file, else 0.
+  uint64_t file_bytes() const { return file_bytes_; }
   // Bytes of the uncompressed stream consumed so far.
   uint64_t bytes_consumed() const { return consumed_ + begin_; }
 
@@ -55,6 +58,7 @@ class RecordReader {
   uint64_t record_index_ = 0;
   uint64_t record_offset_ = 0;
   bool compressed_ = false;
+  uint64_t file_bytes_ = 0;
   std::string io_error_;
 };
 

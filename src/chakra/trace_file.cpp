@@ -108,9 +108,7 @@ Expected<TraceGraph> load_trace(const std::string& path) {
   // Once a sample of nodes shows their average size, a plain file's size tells how many remain:
   // the tables are sized once rather than grown by doubling.
   constexpr uint64_t kSample = 4096;
-  std::error_code size_error;
-  const uint64_t file_bytes =
-      reader->compressed() ? 0 : std::filesystem::file_size(path, size_error);
+  const uint64_t file_bytes = reader->compressed() ? 0 : reader->file_bytes();
   ChakraProtoMsg::Node node;
   while (true) {
     Expected<bool> got = reader->next(node);
@@ -118,7 +116,7 @@ Expected<TraceGraph> load_trace(const std::string& path) {
     if (!*got) break;
     graph.add_node(node);
     if (reader->last_had_unknown_fields()) graph.mark_unknown_fields();
-    if (graph.size() == kSample && file_bytes > 0 && !size_error) {
+    if (graph.size() == kSample && file_bytes > 0) {
       const uint64_t read = reader->bytes_consumed();
       const uint64_t estimate =
           (file_bytes - std::min(file_bytes, read)) * kSample / std::max<uint64_t>(read, 1);

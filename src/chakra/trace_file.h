@@ -36,6 +36,7 @@ class TraceReader {
 
   const std::string& path() const { return records_.path(); }
   bool compressed() const { return records_.compressed(); }
+  uint64_t file_bytes() const { return records_.file_bytes(); }
   uint64_t record_index() const { return records_.record_index(); }
   // Bytes of the (uncompressed) stream read so far.
   uint64_t bytes_consumed() const { return records_.bytes_consumed(); }

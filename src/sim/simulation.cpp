@@ -8,6 +8,7 @@
 #include "chakra/trace_set.h"
 #include "core/event_engine.h"
 #include "core/parallel.h"
+#include "core/same_file.h"
 #include "core/units.h"
 #include "memory/remote_memory_config.h"
 #include "network/topology_yaml.h"
@@ -24,8 +25,9 @@ using chakra::TraceGraph;
 
 struct LoadedRank {
   std::optional<Error> error;
-  std::optional<TraceGraph> graph;
+  std::optional<TraceGraph> graph;  // empty for a copy of rank 0
   chakra::ValidationReport report;
+  bool copy_of_first = false;  // the file has rank 0's bytes: the rank shares rank 0's graph
 };
 
 // One warning per rank whose peak exceeds `capacity`, for the first few; then one for the rest.
@@ -113,7 +115,13 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   // ---- traces, loaded and validated in parallel ----
   const auto trace_count = static_cast<uint32_t>(files->paths.size());
   std::vector<LoadedRank> loaded(trace_count);
+  std::optional<SameFileChecker> first_file;
+  if (trace_count > 1) first_file.emplace(files->paths[0]);
   parallel_for(trace_count, config.threads, [&](size_t rank) {
+    if (rank > 0 && first_file->matches(files->paths[rank])) {
+      loaded[rank].copy_of_first = true;
+      return;
+    }
     Expected<TraceGraph> graph = chakra::load_trace(files->paths[rank]);
     if (!graph) {
       loaded[rank].error = graph.error();
@@ -124,8 +132,9 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   });
   size_t repaired_ranks = 0;
   for (uint32_t rank = 0; rank < trace_count; ++rank) {
-    if (loaded[rank].error) return *loaded[rank].error;
-    const chakra::ValidationReport& report = loaded[rank].report;
+    const LoadedRank& trace = loaded[loaded[rank].copy_of_first ? 0 : rank];
+    if (trace.error) return *trace.error;
+    const chakra::ValidationReport& report = trace.report;
     if (!report.passes(config.mode)) {
       std::string lines;
       for (const std::string& line : report.summary_lines(3)) lines += "\n  " + line;
@@ -151,16 +160,25 @@ Expected<RunResult> run_simulation(const RunConfig& config,
       return status.error();
     }
   }
+  // Groups are applied rank by rank (a later definition of a name replaces an earlier one); a
+  // copy of rank 0 re-applies rank 0's metadata without scanning its graph again.
+  std::vector<chakra::NodeIndex> first_metadata;
   for (uint32_t rank = 0; rank < trace_count; ++rank) {
-    const TraceGraph& graph = *loaded[rank].graph;
+    const TraceGraph& graph = *loaded[loaded[rank].copy_of_first ? 0 : rank].graph;
+    auto apply = [&](chakra::NodeIndex node) -> Status {
+      const std::string where = fmt::format("{} node {}", graph.source(), graph.id(node));
+      return workload::add_groups_from_metadata(graph.inputs_values(node), where, groups);
+    };
+    if (loaded[rank].copy_of_first) {
+      for (const chakra::NodeIndex node : first_metadata) {
+        if (Status status = apply(node); !status) return status.error();
+      }
+      continue;
+    }
     for (chakra::NodeIndex node = 0; node < graph.size(); ++node) {
       if (graph.type(node) != ChakraProtoMsg::METADATA_NODE) continue;
-      const std::string where = fmt::format("{} node {}", graph.source(), graph.id(node));
-      if (Status status =
-              workload::add_groups_from_metadata(graph.inputs_values(node), where, groups);
-          !status) {
-        return status.error();
-      }
+      if (rank == 0) first_metadata.push_back(node);
+      if (Status status = apply(node); !status) return status.error();
     }
   }
 
@@ -191,7 +209,8 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     if (verdict.symmetric && trace_count > 1) {
       std::vector<uint8_t> same(trace_count, 1);
       parallel_for(trace_count, config.threads, [&](size_t rank) {
-        same[rank] = loaded[0].graph->same_work(*loaded[rank].graph) ? 1 : 0;
+        same[rank] =
+            loaded[rank].copy_of_first || loaded[0].graph->same_work(*loaded[rank].graph) ? 1 : 0;
       });
       for (uint32_t rank = 1; rank < trace_count && verdict.symmetric; ++rank) {
         if (!same[rank]) {
@@ -209,7 +228,8 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   } else {
     graphs.reserve(rank_count);
     for (uint32_t rank = 0; rank < rank_count; ++rank) {
-      graphs.push_back(&*loaded[config.uniform ? 0 : rank].graph);
+      const bool first = config.uniform || loaded[rank].copy_of_first;
+      graphs.push_back(&*loaded[first ? 0 : rank].graph);
     }
   }
 

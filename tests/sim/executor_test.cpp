@@ -123,6 +123,25 @@ TEST_F(Executor, groups_come_from_metadata_nodes) {
   EXPECT_EQ(result->collective_group_names[result->collectives[1].group], "6");
 }
 
+TEST_F(Executor, byte_identical_rank_files_share_a_graph_and_its_groups) {
+  // Ranks 1 and 3 are byte copies of rank 0: the loader parses rank 0 once and re-applies its
+  // METADATA groups for them. Rank 2 differs and only computes.
+  auto metadata = test::make_node(0, ChakraProtoMsg::METADATA_NODE);
+  metadata.mutable_inputs()->set_values("[{'pg_name': '5', 'ranks': [0, 1, 3]}]");
+  auto coll = test::coll_node(1, ChakraProtoMsg::ALL_REDUCE, 3 << 20, {0});
+  test::add_attr(coll, "pg_name").set_string_val("5");
+  const std::vector<ChakraProtoMsg::Node> first = {metadata, coll};
+  auto result = go({first, first, {test::comp_node(1)}, first});
+  ASSERT_TRUE(result) << result.error().message();
+  ASSERT_EQ(result->collectives.size(), 1u);
+  EXPECT_EQ(result->collective_group_names[result->collectives[0].group], "5");
+  EXPECT_EQ(result->collectives[0].ranks, 3u);
+  EXPECT_EQ(result->rank_results[2].finish, SimTime::from_us(10));
+  for (const uint32_t rank : {0u, 1u, 3u}) {
+    EXPECT_GT(result->rank_results[rank].comm_active, SimTime()) << "rank " << rank;
+  }
+}
+
 TEST_F(Executor, involved_dim_keeps_a_collective_to_the_dimensions_it_names) {
   // On Ring(4) x Ring(2), an all-reduce limited to dimension 0 runs four independent rings of 4.
   auto only_dim0 = [](uint64_t id) {
