@@ -195,6 +195,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
 
   // ---- a symmetric run simulates one representative rank ----
   bool symmetric = false;
+  bool through_network = false;
   std::string symmetry_note = "the fast path is off";
   if (config.fast_path) {
     std::vector<std::string> all_ranks_groups{""};
@@ -220,6 +221,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     }
     symmetric = verdict.symmetric;
     symmetry_note = verdict.reason;
+    through_network = verdict.through_network;
   }
 
   std::vector<const TraceGraph*> graphs;
@@ -246,6 +248,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   sys::EngineOptions engine_options;
   engine_options.injection_scale = config.injection_scale;
   engine_options.mirror = symmetric;
+  engine_options.mirror_through_network = symmetric && through_network;
   engine_options.rounding = config.rounding;
 
   // The executor listens to the collective engine, which needs its groups before the run: build
@@ -324,14 +327,16 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   result.symmetry_note = symmetric ? "" : symmetry_note;
   // A symmetric run lists every link unless there are more than this many.
   constexpr uint64_t kMaxExpandedLinks = uint64_t{1} << 22;
+  std::optional<sys::MirrorTraffic> traffic;
   if (symmetric) {
     // Every rank did what the representative did.
     const workload::RankResult representative = result.rank_results.front();
     result.rank_results.assign(rank_count, representative);
     for (uint32_t rank = 0; rank < rank_count; ++rank) result.rank_results[rank].rank = rank;
-    const sys::MirrorTraffic& traffic = (*collectives)->mirror_traffic();
-    if (traffic.link_count() <= kMaxExpandedLinks) {
-      result.links = traffic.expand();
+    traffic.emplace((*collectives)->mirror_traffic());
+    if (through_network) traffic->adopt_representative_links((*network)->link_stats());
+    if (traffic->link_count() <= kMaxExpandedLinks) {
+      result.links = traffic->expand();
     } else {
       result.links_aggregated = true;
     }
@@ -355,9 +360,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   if (result.links_aggregated) {
     for (uint32_t dim = 0; dim < topology->dimension_count(); ++dim) {
       DimensionSummary& summary = result.dimensions[dim];
-      (*collectives)
-          ->mirror_traffic()
-          .dimension_totals(dim, summary.links_used, summary.bytes, summary.busy);
+      traffic->dimension_totals(dim, summary.links_used, summary.bytes, summary.busy);
     }
   }
   result.collective_group_names = group_names;

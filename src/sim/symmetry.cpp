@@ -37,7 +37,20 @@ SymmetryVerdict check_symmetric_run(const chakra::TraceGraph& graph,
                                     const std::string& backend, bool shared_memory_pools,
                                     const std::vector<std::string>& all_ranks_groups) {
   auto no = [](std::string reason) { return SymmetryVerdict{false, std::move(reason)}; };
-  if (backend != "analytical") return no(fmt::format("the {} backend models contention", backend));
+  const bool congestion_aware = backend == "congestion-aware";
+  if (backend != "analytical" && !congestion_aware) {
+    return no(fmt::format("the {} backend models contention", backend));
+  }
+  if (congestion_aware) {
+    // Queues are exact for the representative only when no link carries another rank's message:
+    // no switch (its downlinks merge senders).
+    for (uint32_t dim = 0; dim < topology.dimension_count(); ++dim) {
+      if (topology.size(dim) > 1 && topology.dimension(dim).kind == net::TopologyKind::kSwitch) {
+        return no(fmt::format(
+            "congestion-aware: the Switch of dimension {} merges senders on its downlinks", dim));
+      }
+    }
+  }
   bool uses[4] = {false, false, false,
                   false};  // all-reduce, reduce-scatter, all-gather, all-to-all
   for (chakra::NodeIndex node = 0; node < graph.size(); ++node) {
@@ -93,9 +106,20 @@ SymmetryVerdict check_symmetric_run(const chakra::TraceGraph& graph,
       if (std::string problem = algorithm_problem(list[dim], dim, topology); !problem.empty()) {
         return no(std::move(problem));
       }
+      if (congestion_aware && topology.size(dim) > 1) {
+        // Every message one hop: to a ring neighbour, or any peer of a FullyConnected dimension.
+        const sys::AlgorithmKind algorithm = list[dim].kind;
+        const bool one_hop = algorithm == sys::AlgorithmKind::kRing ||
+                             (algorithm == sys::AlgorithmKind::kDirect &&
+                              topology.dimension(dim).kind == net::TopologyKind::kFullyConnected);
+        if (!one_hop) {
+          return no(fmt::format("congestion-aware: {} in dimension {} crosses links of other ranks",
+                                sys::algorithm_name(list[dim]), dim));
+        }
+      }
     }
   }
-  return SymmetryVerdict{true, ""};
+  return SymmetryVerdict{true, "", congestion_aware};
 }
 
 }  // namespace orrery::sim

@@ -3,8 +3,10 @@
 // A run is *symmetric* when every rank executes the same trace (node for node: types, durations,
 // attributes and dependencies, ids aside), every collective runs over all ranks with an algorithm
 // whose messages look alike from every rank (ring, direct, halving-doubling on power-of-two
-// dimensions, in-switch), there are no point-to-point messages, the network model has no
-// contention (the analytical backend) and memory has no shared pools. Then every rank does the
+// dimensions, in-switch), there are no point-to-point messages, memory has no shared pools, and
+// the network model has no contention (the analytical backend) or no link carries another rank's
+// messages (the congestion-aware backend when every message is one hop: a ring neighbour, or
+// direct on a FullyConnected dimension; no Switch). Then every rank does the
 // same thing at the same time, and the messages a rank receives are mirror images of the ones it
 // sends: simulating one representative rank gives every rank's result exactly
 // (tests/sim/symmetry_test.cpp compares the two on randomized workloads).
@@ -22,6 +24,8 @@ namespace orrery::sim {
 struct SymmetryVerdict {
   bool symmetric = false;
   std::string reason;  // why not, for --explain-fast-path style messages
+  // The representative's messages go through the (congestion-aware) network backend.
+  bool through_network = false;
 };
 
 // Checks everything but the traces' sameness (which the caller establishes with

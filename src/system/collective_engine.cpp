@@ -625,6 +625,10 @@ void CollectiveEngine::mirror_send(uint32_t stream_id, uint32_t from, uint32_t t
   }
   // Every rank sends its copy: the message count is the network's.
   messages_sent_ += topology_.rank_count();
+  if (options_.mirror_through_network) {
+    network_.send(me, member(stream, to), bytes, token);
+    return;
+  }
   (void)engine_.schedule_after(delay, id_, kMirrorArrival, token);
 }
 

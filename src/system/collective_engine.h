@@ -91,6 +91,11 @@ struct EngineOptions {
   // Its messages do not go through the network backend: each one it sends is timed by the
   // analytical model, and its mirror image (what the peer it receives from sends it) arrives then.
   bool mirror = false;
+  // In mirror mode, send the representative's messages through the network backend instead (the
+  // congestion-aware backend when every link carries only its own rank's messages, so the
+  // representative's links see what every link of their class sees); the delivery of what it sends
+  // stands for the arrival of what it receives.
+  bool mirror_through_network = false;
   net::TimeRounding rounding = net::TimeRounding::kAstraSim;  // for mirror-mode delays
 };
 

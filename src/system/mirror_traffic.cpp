@@ -76,6 +76,28 @@ std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links(
   return links;
 }
 
+void MirrorTraffic::adopt_representative_links(const std::vector<net::LinkStats>& links) {
+  for (const net::LinkStats& link : links) {
+    if (link.src != 0 || link.dst >= topology_->rank_count()) continue;
+    const uint32_t dim = link.dimension;
+    const net::Dimension& spec = topology_->dimension(dim);
+    const uint32_t coord = topology_->coordinate(static_cast<net::Rank>(link.dst), dim);
+    ClassKey key{dim, coord};
+    if (spec.kind == net::TopologyKind::kRing) {
+      key.kind = coord == 1 ? 0u : 1u;
+    } else if (spec.kind == net::TopologyKind::kSwitch) {
+      continue;  // a Switch link leads to the switch, not to a rank
+    }
+    ClassTraffic& traffic = classes_[key];
+    traffic.bytes = link.bytes;
+    traffic.busy = link.busy;
+    traffic.messages = link.messages;
+    traffic.intervals.clear();
+    traffic.measured_peak = link.peak_queue;
+    traffic.measured = true;
+  }
+}
+
 net::Hop MirrorTraffic::link_of(net::Rank rank, ClassKey key) const {
   const net::Dimension& spec = topology_->dimension(key.dim);
   const uint32_t n = spec.size;
@@ -119,7 +141,7 @@ std::vector<net::LinkStats> MirrorTraffic::expand() const {
   std::vector<uint32_t> class_peaks;
   for (const auto& [key, traffic] : classes_) {
     sources.push_back(&traffic);
-    class_peaks.push_back(peak(traffic.intervals));
+    class_peaks.push_back(traffic.measured ? traffic.measured_peak : peak(traffic.intervals));
   }
   const std::map<net::LinkId, ClassTraffic> partners = partner_links();
   for (const auto& [id, traffic] : partners) {

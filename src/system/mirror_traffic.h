@@ -35,6 +35,13 @@ class MirrorTraffic {
   // One in-network hop of `bytes` up to (or down from) the switch of `dim` over [start, end).
   void record_switch(uint32_t dim, bool up, uint64_t bytes, SimTime start, SimTime end);
 
+  // Replaces each class's statistics with those a network backend kept for the representative's
+  // (rank 0's) own link of that class. Exact when every link carries only its source rank's
+  // messages (every message one hop, on a Ring or FullyConnected dimension): then every link of a
+  // class saw what the representative's saw, queueing included. Links not leaving rank 0 are
+  // ignored.
+  void adopt_representative_links(const std::vector<net::LinkStats>& links);
+
   // Links of the whole network that carried traffic.
   // (An upper bound when halving-doubling steps were recorded: their links may repeat the
   // classes'.)
@@ -63,6 +70,8 @@ class MirrorTraffic {
     SimTime busy;
     uint64_t messages = 0;
     std::vector<Interval> intervals;
+    uint32_t measured_peak = 0;  // from adopt_representative_links, when set
+    bool measured = false;
   };
   void add(ClassKey key, uint32_t copies, uint64_t bytes, SimTime serialization, SimTime start,
            SimTime end);

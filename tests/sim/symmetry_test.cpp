@@ -18,12 +18,16 @@ struct Case {
   std::vector<ChakraProtoMsg::Node> trace;
   uint32_t ranks = 1;
   net::TimeRounding rounding = net::TimeRounding::kAstraSim;
+  std::string backend = "analytical";
   std::string description;
 };
 
 bool power_of_two(uint32_t value) { return (value & (value - 1)) == 0; }
 
-Case random_case(std::mt19937_64& rng) {
+// A random symmetric run. With `congestion_aware`, only what the congestion-aware fast path
+// accepts: Ring and FullyConnected dimensions, every message one hop (ring everywhere, direct on
+// FullyConnected).
+Case random_case(std::mt19937_64& rng, bool congestion_aware = false) {
   auto pick = [&rng](uint64_t low, uint64_t high) {
     return std::uniform_int_distribution<uint64_t>(low, high)(rng);
   };
@@ -33,7 +37,8 @@ Case random_case(std::mt19937_64& rng) {
   std::vector<uint32_t> sizes;
   std::string kind_list, size_list, bw_list, lat_list;
   for (uint32_t dim = 0; dim < dims; ++dim) {
-    const char* kind = std::array<const char*, 3>{"Ring", "FullyConnected", "Switch"}[pick(0, 2)];
+    const char* kind = std::array<const char*, 3>{"Ring", "FullyConnected",
+                                                  "Switch"}[pick(0, congestion_aware ? 1 : 2)];
     const auto size = static_cast<uint32_t>(pick(2, dims == 1 ? 8 : 4));
     kinds.emplace_back(kind);
     sizes.push_back(size);
@@ -48,6 +53,10 @@ Case random_case(std::mt19937_64& rng) {
   // Per collective and dimension, an algorithm that sends alike from every member.
   auto algorithm = [&](uint32_t dim, bool all_to_all) -> std::string {
     std::vector<std::string> choices{"ring", "direct", fmt::format("direct{}", pick(1, 3))};
+    if (congestion_aware) {
+      choices.resize(kinds[dim] == "FullyConnected" ? 2 : 1);
+      return choices[pick(0, choices.size() - 1)];
+    }
     if (power_of_two(sizes[dim])) choices.push_back("halvingDoubling");
     if (kinds[dim] == "Switch" && !all_to_all) choices.push_back("inSwitch");
     return choices[pick(0, choices.size() - 1)];
@@ -87,7 +96,8 @@ Case random_case(std::mt19937_64& rng) {
     out.trace.push_back(node);
   }
   out.rounding = pick(0, 1) ? net::TimeRounding::kAstraSim : net::TimeRounding::kExact;
-  out.description = out.network + out.system;
+  if (congestion_aware) out.backend = "congestion-aware";
+  out.description = out.backend + "\n" + out.network + out.system;
   return out;
 }
 
@@ -102,15 +112,16 @@ Expected<RunResult> run_case(const Case& c, const TempDir& dir, bool fast_path) 
   config.system = dir.file("sys.json");
   config.network = dir.file("net.yml");
   config.rounding = c.rounding;
+  config.backend = c.backend;
   config.fast_path = fast_path;
   return run_simulation(config, [](const std::string&) {});
 }
 
-TEST(Symmetry, the_fast_path_equals_full_simulation_on_randomized_symmetric_runs) {
-  std::mt19937_64 rng(20261129);
+void expect_fast_equals_full(bool congestion_aware, int trials) {
+  std::mt19937_64 rng(congestion_aware ? 20261130 : 20261129);
   int fast_runs = 0;
-  for (int trial = 0; trial < 60; ++trial) {
-    const Case c = random_case(rng);
+  for (int trial = 0; trial < trials; ++trial) {
+    const Case c = random_case(rng, congestion_aware);
     SCOPED_TRACE(fmt::format("trial {}\n{}", trial, c.description));
     TempDir dir;
     auto fast = run_case(c, dir, true);
@@ -152,19 +163,36 @@ TEST(Symmetry, the_fast_path_equals_full_simulation_on_randomized_symmetric_runs
     }
     EXPECT_LE(fast->events, full->events);
   }
-  EXPECT_EQ(fast_runs, 60);
+  EXPECT_EQ(fast_runs, trials);
+}
+
+TEST(Symmetry, the_fast_path_equals_full_simulation_on_randomized_symmetric_runs) {
+  expect_fast_equals_full(/*congestion_aware=*/false, 60);
+}
+
+TEST(Symmetry, with_congestion_the_fast_path_equals_full_simulation_when_every_message_is_one_hop) {
+  expect_fast_equals_full(/*congestion_aware=*/true, 60);
 }
 
 TEST(Symmetry, anything_that_breaks_symmetry_falls_back_and_says_why) {
   TempDir dir;
   test::MicroRun run;
   run.system = test::system_json("ring", 1);
-  run.network = test::network_yaml("Ring", "8", "50", "500");
+  run.network = test::network_yaml("Switch", "8", "50", "500");
   run.backend = "congestion-aware";
   auto contention = test::run_micro(run, dir);
   ASSERT_TRUE(contention);
   EXPECT_FALSE(contention->symmetric);
-  EXPECT_EQ(contention->symmetry_note, "the congestion-aware backend models contention");
+  EXPECT_EQ(contention->symmetry_note,
+            "congestion-aware: the Switch of dimension 0 merges senders on its downlinks");
+  TempDir multi_hop;
+  run.system = test::system_json("direct", 1);
+  run.network = test::network_yaml("Ring", "8", "50", "500");
+  auto crossing = test::run_micro(run, multi_hop);
+  ASSERT_TRUE(crossing);
+  EXPECT_FALSE(crossing->symmetric);
+  EXPECT_EQ(crossing->symmetry_note,
+            "congestion-aware: direct in dimension 0 crosses links of other ranks");
 
   // One rank computes longer before the collective: a straggler.
   TempDir other;
