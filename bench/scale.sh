@@ -26,18 +26,19 @@ network() {  # name kinds sizes
   printf 'topology: [ %s ]\nnpus_count: [ %s ]\nbandwidth: [ %s ]\nlatency: [ %s ]\n' "$2" "$3" "$bws" "$lats" > "$work/$1.yml"
 }
 
-printf '%-44s %10s %10s %16s %14s %10s\n' case wall_s rss_MB simulated_ns events events_per_s
+printf '%-52s %8s %8s %8s %14s %10s %12s\n' case wall_s cpu_s rss_MB simulated_ns events events_per_s
 run_case() {  # label workload network [extra flags...]
   local label=$1 workload=$2 net=$3
   shift 3
   local out
-  out=$( { /usr/bin/time -f 'TIME %e %M' "$orrery" run -q -w "$workload" -s "$work/sys.json" -n "$work/$net.yml" "$@" > "$work/out.txt"; } 2>&1 )
-  local wall rss sim events
+  out=$( { /usr/bin/time -f 'TIME %e %M %U %S' "$orrery" run -q -w "$workload" -s "$work/sys.json" -n "$work/$net.yml" "$@" > "$work/out.txt"; } 2>&1 )
+  local wall cpu rss sim events
   wall=$(echo "$out" | awk '/^TIME/ {print $2}')
+  cpu=$(echo "$out" | awk '/^TIME/ {printf "%.2f", $4 + $5}')
   rss=$(echo "$out" | awk '/^TIME/ {printf "%.0f", $3 / 1024}')
   sim=$(awk '/simulated time/ {gsub(",", "", $3); print $3}' "$work/out.txt")
   events=$(awk '/ events in / {for (i = 1; i <= NF; i++) if ($i == "events") {gsub(",", "", $(i-1)); print $(i-1)}}' "$work/out.txt")
-  printf '%-44s %10s %10s %16s %14s %10.0f\n' "$label" "$wall" "$rss" "$sim" "$events" \
+  printf '%-52s %8s %8s %8s %14s %10s %12.0f\n' "$label" "$wall" "$cpu" "$rss" "$sim" "$events" \
     "$(awk -v e="$events" -v w="$wall" 'BEGIN {print (w > 0 ? e / w : 0)}')"
 }
 
@@ -53,6 +54,7 @@ micro ring4k 4096;  network ring4k "Ring" 4096
 run_case "64 MiB all-reduce, Ring 4,096" "$work/ring4k/ar" ring4k
 network switch4k "Switch" 4096
 run_case "64 MiB all-reduce, Switch 4,096" "$work/ring4k/ar" switch4k
+run_case "64 MiB all-reduce, Ring 4,096, congestion-aware" "$work/ring4k/ar" ring4k -b congestion-aware
 network two_d "Ring, Ring" "8, 512"
 run_case "64 MiB all-reduce, 8 x 512" "$work/ring4k/ar" two_d
 micro r16k 1 one;  network three_d "Ring, FullyConnected, Switch" "8, 8, 256"
@@ -64,26 +66,25 @@ run_case "64 MiB all-reduce, 64 x 128 x 128 (1,048,576)" "$work/r16k/ar" million
 
 # The 1,024-rank data-parallel training step: 32 layers, forward 1 ms and backward 2 ms per
 # layer, a 32 MiB all-reduce of each layer's gradients as its backward ends (overlapping the next).
-python3 - "$work/step.json" <<'PY'
-import json, sys
-nodes, next_id = [], 0
-def node(name, kind, deps, duration=0, attrs=()):
-    global next_id
-    n = {"id": str(next_id), "name": name, "type": kind, "attr": list(attrs)}
-    if deps: n["data_deps"] = [str(d) for d in deps]
-    if duration: n["duration_micros"] = str(duration)
-    nodes.append(n); next_id += 1
-    return next_id - 1
-prev = None
-for layer in range(32):
-    prev = node(f"fwd{layer}", "COMP_NODE", [prev] if prev is not None else [], 1000)
-for layer in reversed(range(32)):
-    prev = node(f"bwd{layer}", "COMP_NODE", [prev], 2000)
-    node(f"allreduce{layer}", "COMM_COLL_NODE", [prev], 0, [
-        {"name": "is_cpu_op", "bool_val": False}, {"name": "comm_type", "int64_val": "0"},
-        {"name": "comm_size", "int64_val": str(32 << 20)}])
-json.dump({"format": "chakra-et-json/1", "global_metadata": {"version": "0.0.4"}, "nodes": nodes}, open(sys.argv[1], "w"))
-PY
+{
+  # Written as Chakra JSON by the shell, then encoded by `orrery trace from-json`.
+  printf '{"format": "chakra-et-json/1", "global_metadata": {"version": "0.0.4"}, "nodes": [\n'
+  id=0
+  for layer in $(seq 0 31); do
+    deps=""; [ "$id" -gt 0 ] && deps=", \"data_deps\": [\"$((id - 1))\"]"
+    printf '{"id": "%d", "name": "fwd%d", "type": "COMP_NODE", "duration_micros": "1000"%s},\n' "$id" "$layer" "$deps"
+    id=$((id + 1))
+  done
+  prev=$((id - 1))
+  for layer in $(seq 31 -1 0); do
+    printf '{"id": "%d", "name": "bwd%d", "type": "COMP_NODE", "duration_micros": "2000", "data_deps": ["%d"]},\n' "$id" "$layer" "$prev"
+    prev=$id; id=$((id + 1))
+    sep=","; [ "$layer" -eq 0 ] && sep=""
+    printf '{"id": "%d", "name": "allreduce%d", "type": "COMM_COLL_NODE", "data_deps": ["%d"], "attr": [{"name": "is_cpu_op", "bool_val": false}, {"name": "comm_type", "int64_val": "0"}, {"name": "comm_size", "int64_val": "%d"}]}%s\n' "$id" "$layer" "$prev" $((32 << 20)) "$sep"
+    id=$((id + 1))
+  done
+  printf ']}\n'
+} > "$work/step.json"
 mkdir -p "$work/step"
 "$orrery" trace from-json "$work/step.json" -o "$work/step/step.0.et"
 network step "Ring, Switch" "8, 128"
@@ -92,5 +93,5 @@ run_case "32-layer DP step, 8 x 128 (1,024)" "$work/step/step" step --uniform
 # Without the fast path, every rank is simulated event by event (4,096 ranks: 134 M messages).
 if [ "${ORRERY_SCALE_FULL:-0}" = 1 ]; then
   run_case "Ring 4,096, full simulation" "$work/ring4k/ar" ring4k --fast-path off
-  run_case "Ring 4,096, congestion-aware (full)" "$work/ring4k/ar" ring4k -b congestion-aware
+  run_case "Ring 4,096, congestion-aware (full)" "$work/ring4k/ar" ring4k -b congestion-aware --fast-path off
 fi
