@@ -93,6 +93,9 @@ class EventEngine {
   SimTime next_event_time() const { return queue_.next_time(); }
   // Events handled since the engine was created.
   uint64_t events_handled() const { return handled_; }
+  // Time of the last event handled (zero before the first): unlike now(), not moved by
+  // run_until's limit.
+  SimTime last_event_time() const { return last_event_; }
   const EventQueue& queue() const { return queue_; }
 
  private:
@@ -100,6 +103,7 @@ class EventEngine {
 
   void dispatch(const Event& event) {
     now_ = event.time;
+    last_event_ = event.time;
     EventHandler* handler = handlers_[index(event.target)];
     assert(handler != nullptr && "event engine: event for an unregistered handler");
     handler->handle_event(event);
@@ -108,6 +112,7 @@ class EventEngine {
   EventQueue queue_;
   std::vector<EventHandler*> handlers_;
   SimTime now_ = SimTime::zero();
+  SimTime last_event_ = SimTime::zero();
   uint64_t handled_ = 0;
   bool stop_requested_ = false;
 };

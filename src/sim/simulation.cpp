@@ -316,7 +316,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
                        "the run cannot finish: no event is left at {} ns but ranks still have work "
                        "(a receive without a send, a collective some member never issues, or a "
                        "dependency on a node that cannot run):{}",
-                       engine.now().ns_truncated(), detail);
+                       engine.last_event_time().ns_truncated(), detail);
   }
 
   RunResult result;

@@ -205,6 +205,26 @@ TEST_F(StuckRuns, a_receive_without_a_send_names_the_rank_and_node) {
       << message;
 }
 
+TEST_F(StuckRuns, the_time_named_is_the_last_event_with_or_without_progress_reports) {
+  // Rank 1 computes 10 us and finishes; rank 0 waits forever. The last event is at 10 us, also
+  // when the run advances in slices of simulated time for progress reports.
+  const std::string workload = write_ranks(dir_, {{p2p(5, false, 1, 7, 64)}, {test::comp_node(1)}});
+  RunConfig config;
+  config.workload = workload;
+  config.system = dir_.file("sys.json");
+  config.network = dir_.file("net.yml");
+  const std::string expected = "no event is left at 10000 ns";
+  auto plain = run_simulation(config, [](const std::string&) {});
+  ASSERT_FALSE(plain);
+  EXPECT_NE(plain.error().message().find(expected), std::string::npos) << plain.error().message();
+  int reports = 0;
+  config.progress = [&](SimTime, uint32_t, uint32_t) { ++reports; };
+  auto sliced = run_simulation(config, [](const std::string&) {});
+  ASSERT_FALSE(sliced);
+  EXPECT_GT(reports, 0);
+  EXPECT_EQ(sliced.error().message(), plain.error().message());
+}
+
 TEST_F(StuckRuns, a_send_nobody_receives_is_named_too) {
   auto result = go({{p2p(3, true, 1, 2, 128), test::comp_node(4, {3})}, {test::comp_node(1)}});
   // The send completes on delivery, so rank 0 finishes; an unreceived message alone is no deadlock.
