@@ -6,6 +6,8 @@
 //                  --pp P [--sp] [--cp C] [--ep E] [--zero K] [--recompute] -o PREFIX
 //   orrery gen inference --model llama2-70b --tp T [--pp P] --prompt-lengths 512,1024
 //                        [--output-lengths 128] -o PREFIX
+//   orrery gen dlrm --model dlrm-mlperf|FILE.json --ranks N --global-batch B
+//                   [--sharding table|row|column] -o PREFIX
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -17,6 +19,7 @@
 #include "chakra/trace_set.h"
 #include "cli/commands.h"
 #include "core/units.h"
+#include "gen/dlrm_generator.h"
 #include "gen/inference_generator.h"
 #include "gen/llm_generator.h"
 #include "gen/memory_estimate.h"
@@ -165,10 +168,17 @@ Expected<uint64_t> device_capacity(const TransformerOptions& options) {
 }
 
 // The per-stage memory table, and a warning for the stages above `capacity` (when not 0).
+enum class MemoryTable : uint8_t { kTraining, kInference, kDlrm };
+
 void print_memory(const std::vector<gen::StageMemory>& stages, uint64_t capacity,
-                  const std::string& device_memory, bool inference) {
+                  const std::string& device_memory, MemoryTable table) {
+  const bool inference = table == MemoryTable::kInference;
+  const bool dlrm = table == MemoryTable::kDlrm;
   fmt::print("memory per rank (estimate, GiB):\n");
-  if (inference) {
+  if (dlrm) {
+    fmt::print("  {:>5}  {:>10}  {:>10}  {:>11}  {:>10}\n", "rank", "weights", "gradients",
+               "activations", "total");
+  } else if (inference) {
     fmt::print("  {:>5}  {:>10}  {:>10}  {:>11}  {:>10}\n", "stage", "weights", "KV cache",
                "activations", "total");
   } else {
@@ -183,7 +193,10 @@ void print_memory(const std::vector<gen::StageMemory>& stages, uint64_t capacity
     }
     const gen::StageMemory& stage = stages[index];
     const gen::MemoryBreakdown& m = stage.memory;
-    if (inference) {
+    if (dlrm) {
+      fmt::print("  {:>5}  {:>10}  {:>10}  {:>11}  {:>10}\n", stage.stage, gib_text(m.weights),
+                 gib_text(m.gradients), gib_text(m.activations), gib_text(m.total()));
+    } else if (inference) {
       fmt::print("  {:>5}  {:>10}  {:>10}  {:>11}  {:>10}\n", stage.stage, gib_text(m.weights),
                  gib_text(m.kv_cache), gib_text(m.activations), gib_text(m.total()));
     } else {
@@ -206,10 +219,10 @@ void print_memory(const std::vector<gen::StageMemory>& stages, uint64_t capacity
     }
     if (over.size() > 8) list += ", ...";
     fmt::print(stderr,
-               "orrery: warning: pipeline stage{} {} need{} up to {} GiB per rank (estimate), more "
+               "orrery: warning: {}{} {} need{} up to {} GiB per rank (estimate), more "
                "than --device-memory {} ({} GiB)\n",
-               over.size() == 1 ? "" : "s", list, over.size() == 1 ? "s" : "", gib_text(largest),
-               device_memory, gib_text(capacity));
+               dlrm ? "rank" : "pipeline stage", over.size() == 1 ? "" : "s", list,
+               over.size() == 1 ? "s" : "", gib_text(largest), device_memory, gib_text(capacity));
   }
 }
 
@@ -326,7 +339,7 @@ int run_llm(const LlmOptions& options) {
   fmt::print("FLOPs per iteration: {}{}\n", flops_text(static_cast<double>(traces->flops)),
              reference);
   print_memory(gen::estimate_training_memory(*model, p), *capacity, options.common.device_memory,
-               false);
+               MemoryTable::kTraining);
   return 0;
 }
 
@@ -392,7 +405,7 @@ int run_inference(const InferenceOptions& options) {
   warn_stale_rank_files(options.common.output, generator->ranks(), options.common.gzip);
   fmt::print("FLOPs: {}\n", flops_text(static_cast<double>(traces->flops)));
   print_memory(gen::estimate_inference_memory(*model, p), *capacity, options.common.device_memory,
-               true);
+               MemoryTable::kInference);
   return 0;
 }
 
@@ -465,6 +478,195 @@ void add_inference_command(CLI::App& gen, int& exit_code) {
   inference->callback([options, &exit_code] { exit_code = run_inference(*options); });
 }
 
+// ---- orrery gen dlrm ---------------------------------------------------------------------------
+
+struct DlrmOptions {
+  std::string model;
+  bool list_models = false;
+  uint32_t ranks = 0;
+  uint64_t global_batch = 0;
+  std::string sharding = "table";
+  uint32_t tables = 0;
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+  uint32_t pooling = 0;
+  uint32_t dense_features = 0;
+  std::vector<uint32_t> bottom_mlp;
+  std::vector<uint32_t> top_mlp;
+  std::string dtype;
+  std::string device_memory;
+  bool gzip = false;
+  size_t threads = 0;
+  std::string output;
+};
+
+std::string widths_text(uint64_t first, const std::vector<uint32_t>& widths) {
+  std::string text = fmt::format("{}", first);
+  for (uint32_t width : widths) text += fmt::format("-{}", width);
+  return text;
+}
+
+int list_dlrm_models() {
+  fmt::print("{:<12} {:>6} {:>5} {:>14} {:>9} {:<16} {:<22} {:>8}\n", "model", "tables", "dim",
+             "rows", "pooling", "bottom MLP", "top MLP", "params");
+  for (const gen::DlrmModel& model : gen::dlrm_presets()) {
+    fmt::print("{:<12} {:>6} {:>5} {:>14} {:>9} {:<16} {:<22} {:>7.2f}B\n", model.name,
+               model.tables.size(), model.dim,
+               format_count(model.embedding_parameters() / model.dim),
+               format_count(model.lookups_per_sample()),
+               widths_text(model.dense_features, model.bottom_mlp),
+               widths_text(model.interaction_width(), model.top_mlp),
+               static_cast<double>(model.embedding_parameters() + model.dense_parameters()) / 1e9);
+  }
+  return 0;
+}
+
+// The model, with the flags' overrides applied.
+Expected<gen::DlrmModel> load_dlrm(const DlrmOptions& options) {
+  if (options.model.empty()) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "missing --model NAME|FILE.json (orrery gen dlrm --list-models lists the "
+                       "presets)");
+  }
+  Expected<gen::DlrmModel> model = gen::resolve_dlrm_model(options.model);
+  if (!model) return model.error().with_context("--model");
+  if (options.tables != 0) {
+    if (options.tables > (1U << 16)) {
+      return Error::make(ErrorKind::kInvalidArgument, "--tables {}: expected at most 65,536",
+                         options.tables);
+    }
+    if (options.rows == 0) {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "--tables {} needs --rows (rows of every table)", options.tables);
+    }
+    model->tables.assign(options.tables, gen::EmbeddingTable{});
+  }
+  if (options.rows != 0) {
+    for (gen::EmbeddingTable& table : model->tables) table.rows = options.rows;
+  }
+  if (options.pooling != 0) {
+    for (gen::EmbeddingTable& table : model->tables) table.pooling = options.pooling;
+  }
+  if (options.dense_features != 0) model->dense_features = options.dense_features;
+  if (!options.bottom_mlp.empty()) model->bottom_mlp = options.bottom_mlp;
+  if (!options.top_mlp.empty()) model->top_mlp = options.top_mlp;
+  if (options.dim != 0) {
+    model->dim = options.dim;
+    if (options.bottom_mlp.empty()) model->bottom_mlp.back() = options.dim;
+  }
+  if (!options.dtype.empty()) {
+    Expected<gen::DType> dtype = gen::parse_dtype(options.dtype);
+    if (!dtype) return dtype.error().with_context("--dtype");
+    model->dtype = *dtype;
+  }
+  if (Status status = gen::validate_dlrm_model(*model); !status) {
+    return status.error().with_context(fmt::format("model {}", model->name));
+  }
+  return model;
+}
+
+int run_dlrm(const DlrmOptions& options) {
+  if (options.list_models) return list_dlrm_models();
+  Expected<gen::DlrmModel> model = load_dlrm(options);
+  if (!model) return report_error(model.error());
+  TransformerOptions memory;
+  memory.device_memory = options.device_memory;
+  Expected<uint64_t> capacity = device_capacity(memory);
+  if (!capacity) return report_error(capacity.error());
+  if (options.output.empty()) {
+    return report_error(
+        Error::make(ErrorKind::kInvalidArgument,
+                    "missing -o PREFIX (rank files are written as <prefix>.<rank>.et)"));
+  }
+  if (options.ranks == 0) {
+    return report_error(
+        Error::make(ErrorKind::kInvalidArgument, "missing --ranks N (number of rank files)"));
+  }
+  gen::DlrmPlan plan;
+  plan.ranks = options.ranks;
+  plan.global_batch = options.global_batch;
+  Expected<gen::Sharding> sharding = gen::parse_sharding(options.sharding);
+  if (!sharding) return report_error(sharding.error().with_context("--sharding"));
+  plan.sharding = *sharding;
+  Expected<gen::DlrmGenerator> generator = gen::DlrmGenerator::create(*model, plan);
+  if (!generator) return report_error(generator.error());
+  const gen::DlrmModel& m = generator->model();
+  fmt::print(
+      "model {}: {} dense features, bottom MLP {}, {} embedding tables of dimension {} ({} rows, "
+      "{} lookups per sample), top MLP {}, {}, {} parameters ({} dense)\n",
+      m.name, m.dense_features, widths_text(m.dense_features, m.bottom_mlp),
+      format_count(m.tables.size()), m.dim, format_count(m.embedding_parameters() / m.dim),
+      format_count(m.lookups_per_sample()), widths_text(m.interaction_width(), m.top_mlp),
+      gen::dtype_name(m.dtype), params_text(m.embedding_parameters() + m.dense_parameters()),
+      params_text(m.dense_parameters()));
+  fmt::print("plan: {} ranks, {} tables, MLPs data-parallel; batch {} samples ({} per rank)\n",
+             format_count(plan.ranks), gen::sharding_name(plan.sharding),
+             format_count(plan.global_batch), format_count(plan.local_batch()));
+  const gen::DlrmComm comm = gen::dlrm_comm(m, plan);
+  if (plan.ranks > 1) {
+    uint64_t dense = 0;
+    for (uint64_t bytes : comm.mlp_all_reduce) dense += bytes;
+    const bool row = plan.sharding == gen::Sharding::kRow;
+    fmt::print(
+        "communication per rank: indices all-to-all {}, pooled embeddings {} {}, their gradients "
+        "{} {}, {} dense-gradient all-reduces of {} in all\n",
+        format_bytes(comm.index_all_to_all), row ? "reduce-scatter" : "all-to-all",
+        format_bytes(comm.output_dist), row ? "all-gather" : "all-to-all",
+        format_bytes(comm.grad_dist), comm.mlp_all_reduce.size(), format_bytes(dense));
+  }
+  gen::RankFileOptions files;
+  files.gzip = options.gzip;
+  files.threads = options.threads;
+  files.generator = "orrery gen dlrm";
+  Expected<gen::GeneratedTraces> traces = gen::write_dlrm_traces(*generator, options.output, files);
+  if (!traces) return report_error(traces.error());
+  print_written(*traces, traces->groups > 0 ? " (every rank)" : "");
+  warn_stale_rank_files(options.output, generator->ranks(), options.gzip);
+  fmt::print("FLOPs per iteration: {}\n", flops_text(static_cast<double>(traces->flops)));
+  print_memory(gen::estimate_dlrm_memory(m, plan), *capacity, options.device_memory,
+               MemoryTable::kDlrm);
+  return 0;
+}
+
+void add_dlrm_command(CLI::App& gen, int& exit_code) {
+  auto options = std::make_shared<DlrmOptions>();
+  CLI::App* dlrm = gen.add_subcommand(
+      "dlrm",
+      "One training iteration of a DLRM: embedding tables sharded table-, row- or column-wise, "
+      "data-parallel MLPs\n  e.g. orrery gen dlrm --model dlrm-mlperf --ranks 16 --global-batch "
+      "65536 --sharding row -o dlrm");
+  dlrm->add_option("--model", options->model,
+                   "A preset (orrery gen dlrm --list-models) or a JSON model file");
+  dlrm->add_flag("--list-models", options->list_models, "List the model presets and exit");
+  dlrm->add_option("--ranks", options->ranks, "Number of ranks (rank files)");
+  dlrm->add_option("--global-batch", options->global_batch,
+                   "Samples per iteration over all ranks (a multiple of --ranks)");
+  dlrm->add_option("--sharding", options->sharding,
+                   "Embedding sharding: table (default), row or column");
+  dlrm->add_option("--tables", options->tables,
+                   "Replace the model's tables by this many tables of --rows rows");
+  dlrm->add_option("--rows", options->rows, "Rows of every embedding table");
+  dlrm->add_option("--dim", options->dim,
+                   "Embedding dimension (the bottom MLP's last layer follows it)");
+  dlrm->add_option("--pooling", options->pooling,
+                   "Lookups per sample of every table (pooling factor)");
+  dlrm->add_option("--dense-features", options->dense_features, "Inputs of the bottom MLP");
+  dlrm->add_option("--bottom-mlp", options->bottom_mlp,
+                   "Bottom MLP output widths, comma-separated (the last is the dimension)")
+      ->delimiter(',');
+  dlrm->add_option("--top-mlp", options->top_mlp,
+                   "Top MLP output widths, comma-separated (its input is the interaction)")
+      ->delimiter(',');
+  dlrm->add_option("--dtype", options->dtype, "Data type: fp32 (default), bf16, fp16 or fp8");
+  dlrm->add_option("--device-memory", options->device_memory,
+                   "Accelerator memory per rank (e.g. 80GiB): warn when the estimate exceeds it");
+  dlrm->add_flag("--gzip", options->gzip,
+                 "Write gzip-compressed rank files (<prefix>.<rank>.et.gz)");
+  dlrm->add_option("--threads", options->threads, "Threads writing rank files (0: one per core)");
+  dlrm->add_option("-o,--output", options->output,
+                   "Output prefix: <prefix>.<rank>.et and the communicator groups <prefix>.json");
+  dlrm->callback([options, &exit_code] { exit_code = run_dlrm(*options); });
+}
 }  // namespace
 
 void add_gen_command(CLI::App& app, int& exit_code) {
@@ -498,6 +700,7 @@ void add_gen_command(CLI::App& app, int& exit_code) {
   microbench->callback([options, &exit_code] { exit_code = run_microbench(*options); });
   add_llm_command(*gen, exit_code);
   add_inference_command(*gen, exit_code);
+  add_dlrm_command(*gen, exit_code);
 }
 
 }  // namespace orrery::cli
