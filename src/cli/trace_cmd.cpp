@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "chakra/dot_writer.h"
@@ -19,6 +20,7 @@
 #include "cli/commands.h"
 #include "core/parallel.h"
 #include "core/units.h"
+#include "gen/rescale.h"
 
 namespace orrery::cli {
 
@@ -287,6 +289,51 @@ int run_dot(const ConvertOptions& options) {
   return out ? 0 : report_error(Error::make(ErrorKind::kIo, "{}: write failed", options.output));
 }
 
+// ---- orrery trace rescale
+// ------------------------------------------------------------------------
+
+struct RescaleOptions {
+  std::string target;
+  std::string groups;
+  uint32_t from_dp = 0;
+  uint32_t dp = 0;
+  uint32_t stride = 0;
+  std::string batch = "per-rank";
+  bool gzip = false;
+  size_t threads = 0;
+  std::string output;
+};
+
+int run_rescale(const RescaleOptions& options) {
+  gen::RescaleSpec spec;
+  spec.workload = options.target;
+  spec.comm_groups = options.groups;
+  spec.from_dp = options.from_dp;
+  spec.to_dp = options.dp;
+  spec.stride = options.stride;
+  Expected<gen::BatchScaling> batch = gen::parse_batch_scaling(options.batch);
+  if (!batch) return report_error(batch.error().with_context("--batch"));
+  spec.batch = *batch;
+  spec.output = options.output;
+  spec.gzip = options.gzip;
+  spec.threads = options.threads;
+  Expected<gen::RescaleResult> result = gen::rescale_traces(spec);
+  if (!result) return report_error(result.error());
+  fmt::print(
+      "data parallelism {} -> {} (stride {}, {} batch): {} ranks -> {} ranks; {} replica "
+      "group{} copied, {} data group{} resized\n",
+      options.from_dp, options.dp, result->stride,
+      spec.batch == gen::BatchScaling::kGlobal ? "fixed global" : "fixed per-rank",
+      format_count(result->old_ranks), format_count(result->new_ranks), result->replica_groups,
+      result->replica_groups == 1 ? "" : "s", result->data_groups,
+      result->data_groups == 1 ? "" : "s");
+  fmt::print("wrote {} rank files: {} .. {} ({} nodes)\n", format_count(result->new_ranks),
+             result->rank_files.front(), result->rank_files.back(), format_count(result->nodes));
+  fmt::print("wrote {}: {} communicator group{}\n", result->group_file,
+             format_count(result->new_groups), result->new_groups == 1 ? "" : "s");
+  return 0;
+}
+
 constexpr const char* kTargetHelp = "a .et file, or a prefix P of rank files P.0.et, P.1.et, ...";
 
 }  // namespace
@@ -352,6 +399,33 @@ void add_trace_command(CLI::App& app, int& exit_code) {
     cmd->add_option("trace", options->target, kTargetHelp)->required();
     cmd->add_option("-o,--output", options->output, "output .dot file (default: standard output)");
     cmd->callback([options, &exit_code] { exit_code = run_dot(*options); });
+  }
+  {
+    auto options = std::make_shared<RescaleOptions>();
+    CLI::App* cmd = trace->add_subcommand(
+        "rescale",
+        "Change the data-parallel degree of a trace set: replicate ranks, resize data-parallel "
+        "collectives and rewrite the communicator groups\n  e.g. orrery trace rescale w -g w.json "
+        "--from-dp 8 --dp 1024 -o big/w");
+    cmd->add_option("trace", options->target, "a prefix P of rank files P.0.et, P.1.et, ...")
+        ->required();
+    cmd->add_option("-g,--comm-group", options->groups,
+                    "communicator-group file of the input (pg_name -> ranks)");
+    cmd->add_option("--from-dp", options->from_dp, "Data-parallel degree of the input")->required();
+    cmd->add_option("--dp", options->dp, "Data-parallel degree to write")->required();
+    cmd->add_option("--dp-stride", options->stride,
+                    "Rank distance between data-parallel replicas (default: found from the "
+                    "groups; tensor x context ranks in Megatron-LM's order)");
+    cmd->add_option("--batch", options->batch,
+                    "per-rank (default: each replica keeps its samples, exact) or global (the "
+                    "global batch stays: per-replica work scales by from-dp / dp, linear "
+                    "approximation)");
+    cmd->add_flag("--gzip", options->gzip, "Write .et.gz rank files");
+    cmd->add_option("--threads", options->threads, "Threads writing rank files (0: one per core)");
+    cmd->add_option("-o,--output", options->output,
+                    "output prefix: <output>.<rank>.et and the groups <output>.json")
+        ->required();
+    cmd->callback([options, &exit_code] { exit_code = run_rescale(*options); });
   }
 }
 

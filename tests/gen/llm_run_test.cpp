@@ -8,9 +8,11 @@
 
 #include "chakra/trace_file.h"
 #include "chakra/validation.h"
+#include "gen/dlrm_generator.h"
 #include "gen/gen_test_support.h"
 #include "gen/inference_generator.h"
 #include "gen/llm_generator.h"
+#include "gen/rescale.h"
 #include "sim/sim_test_support.h"
 #include "workload/comm_groups.h"
 
@@ -212,6 +214,113 @@ TEST(InferenceRun, prefill_and_decode_with_tensor_and_pipeline_parallelism_run) 
       run_files(dir, *traces, prefix, network, "analytical", roofline_system(2));
   ASSERT_TRUE(result) << result.error().message();
   for (const auto& rank : result->rank_results) EXPECT_TRUE(rank.finished) << rank.rank;
+}
+
+TEST(DlrmRun, every_sharding_validates_and_runs_with_the_embedding_exchange_on_the_network) {
+  for (const Sharding sharding : {Sharding::kTable, Sharding::kRow, Sharding::kColumn}) {
+    TempDir dir;
+    Expected<DlrmModel> model = resolve_dlrm_model("dlrm-kaggle");
+    ASSERT_TRUE(model);
+    DlrmPlan plan;
+    plan.ranks = 8;
+    plan.global_batch = 2048;
+    plan.sharding = sharding;
+    Expected<DlrmGenerator> gen = DlrmGenerator::create(*model, plan);
+    ASSERT_TRUE(gen) << gen.error().message();
+    const std::string prefix = dir.file("dlrm/d");
+    Expected<GeneratedTraces> traces = write_dlrm_traces(*gen, prefix, RankFileOptions{});
+    ASSERT_TRUE(traces) << traces.error().message();
+    expect_valid_files(*traces, 8);
+    Expected<sim::RunResult> result =
+        run_files(dir, *traces, prefix, kCube, "analytical", roofline_system(3));
+    ASSERT_TRUE(result) << result.error().message();
+    const DlrmComm comm = dlrm_comm(*model, plan);
+    for (const auto& rank : result->rank_results) {
+      EXPECT_TRUE(rank.finished) << sharding_name(sharding) << " rank " << rank.rank;
+      EXPECT_EQ(rank.completed, rank.nodes);
+    }
+    // 3 embedding collectives and one all-reduce per MLP layer (4 bottom, 3 top), each once.
+    ASSERT_EQ(result->collectives.size(), 10u) << sharding_name(sharding);
+    uint64_t bytes = 0;
+    for (const auto& collective : result->collectives) bytes += collective.bytes;
+    uint64_t expected = comm.index_all_to_all + comm.output_dist + comm.grad_dist;
+    for (uint64_t reduce : comm.mlp_all_reduce) expected += reduce;
+    EXPECT_EQ(bytes, expected) << sharding_name(sharding);
+  }
+}
+
+TEST(RescaleRun, generated_dp_2_traces_rescaled_to_dp_8_validate_and_run) {
+  TempDir dir;
+  ParallelPlan plan = plan_of(2, 2, 2, 8);
+  plan.zero = 1;
+  Expected<LlmGenerator> gen = LlmGenerator::create(tiny_gpt(), plan);
+  ASSERT_TRUE(gen);
+  Expected<GeneratedTraces> traces = write_llm_traces(*gen, dir.file("in/w"), RankFileOptions{});
+  ASSERT_TRUE(traces);
+  RescaleSpec spec;
+  spec.workload = dir.file("in/w");
+  spec.comm_groups = traces->group_file;
+  spec.from_dp = 2;
+  spec.to_dp = 8;
+  spec.stride = 2;
+  spec.output = dir.file("out/w");
+  Expected<RescaleResult> rescaled = rescale_traces(spec);
+  ASSERT_TRUE(rescaled) << rescaled.error().message();
+  GeneratedTraces out;
+  out.rank_files = rescaled->rank_files;
+  out.group_file = rescaled->group_file;
+  out.groups = rescaled->new_groups;
+  expect_valid_files(out, 32);
+  const Network network{"Ring, Ring, Switch", "2, 8, 2", "200, 100, 50", "500, 500, 1000", 3};
+  Expected<sim::RunResult> result =
+      run_files(dir, out, dir.file("out/w"), network, "analytical", roofline_system(3));
+  ASSERT_TRUE(result) << result.error().message();
+  for (const auto& rank : result->rank_results) {
+    EXPECT_TRUE(rank.finished) << rank.rank;
+    EXPECT_EQ(rank.completed, rank.nodes) << rank.rank;
+  }
+}
+
+
+// A real trace set: Symbolic Tensor Graph's dp 2 x tp 2 x pp 2 Llama (data-parallel ranks
+// adjacent, stride 1; tensor groups {0, 2}; pipeline sends to rank + 4), rescaled to dp 4.
+TEST(RescaleRun, symbolic_tensor_graph_dp2_tp2_pp2_rescaled_to_dp4_runs) {
+  const std::string in = std::string(ORRERY_SHARED_DATA_DIR) +
+                         "/astra-sim+symbolic_tensor_graph/generated/out_dp2tp2pp2/workload";
+  TempDir dir;
+  RescaleSpec spec;
+  spec.workload = in;
+  spec.comm_groups = in + ".json";
+  spec.from_dp = 2;
+  spec.to_dp = 4;
+  spec.stride = 1;
+  spec.output = dir.file("out/w");
+  Expected<RescaleResult> rescaled = rescale_traces(spec);
+  ASSERT_TRUE(rescaled) << rescaled.error().message();
+  EXPECT_EQ(rescaled->new_ranks, 16u);
+  // 4 data groups {0, 1}, ...; 4 tensor groups and 8 one-rank groups within a replica.
+  EXPECT_EQ(rescaled->data_groups, 4u);
+  EXPECT_EQ(rescaled->replica_groups, 12u);
+  EXPECT_EQ(rescaled->new_groups, 4u + 2 * 12);
+  workload::CommGroups groups(16);
+  ASSERT_TRUE(workload::load_comm_group_file(rescaled->group_file, groups));
+  EXPECT_EQ(groups.find("1")->ranks, (std::vector<uint32_t>{0, 1, 2, 3}));
+  GeneratedTraces out;
+  out.rank_files = rescaled->rank_files;
+  out.group_file = rescaled->group_file;
+  out.groups = rescaled->new_groups;
+  expect_valid_files(out, 16);
+  const Network network{"Ring, Ring, Switch", "4, 2, 2", "200, 100, 50", "500, 500, 1000", 3};
+  Expected<sim::RunResult> result =
+      run_files(dir, out, dir.file("out/w"), network, "analytical", roofline_system(3));
+  ASSERT_TRUE(result) << result.error().message();
+  uint64_t nodes = 0;
+  for (const auto& rank : result->rank_results) {
+    EXPECT_TRUE(rank.finished) << rank.rank;
+    EXPECT_EQ(rank.completed, rank.nodes) << rank.rank;
+    nodes += rank.nodes;
+  }
+  EXPECT_EQ(nodes, 2u * 784);  // every input rank twice
 }
 
 }  // namespace
