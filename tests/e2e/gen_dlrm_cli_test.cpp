@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "chakra/trace_builder.h"
 #include "e2e/run_command.h"
 
 namespace orrery {
@@ -46,9 +47,9 @@ CommandResult run_traces(const TempDir& dir, const std::string& prefix) {
 TEST(GenDlrmCli, help_and_list_models) {
   const CommandResult help = run_orrery({"gen", "dlrm", "--help"});
   EXPECT_EQ(help.exit_code, 0) << help.err;
-  for (const char* flag : {"--model", "--ranks", "--global-batch", "--sharding", "--tables",
-                           "--rows", "--dim", "--pooling", "--bottom-mlp", "--top-mlp",
-                           "--device-memory", "--list-models", "-o"}) {
+  for (const char* flag :
+       {"--model", "--ranks", "--global-batch", "--sharding", "--tables", "--rows", "--dim",
+        "--pooling", "--bottom-mlp", "--top-mlp", "--device-memory", "--list-models", "-o"}) {
     EXPECT_CONTAINS(help.out, flag);
   }
   const CommandResult list = run_orrery({"gen", "dlrm", "--list-models"});
@@ -64,9 +65,9 @@ TEST(GenDlrmCli, row_wise_traces_validate_and_run) {
   const std::string prefix = dir.file("out/d");
   // 8 tables of 10,000 rows, d = 32, pooling 4; b = 128 per rank.
   const CommandResult gen = run_orrery(
-      {"gen", "dlrm", "--model", "dlrm-kaggle", "--tables", "8", "--rows", "10000", "--dim", "32",
-       "--pooling", "4", "--ranks", "8", "--global-batch", "1024", "--sharding", "row", "-o",
-       prefix});
+      {"gen",        "dlrm", "--model",   "dlrm-kaggle", "--tables", "8", "--rows",         "10000",
+       "--dim",      "32",   "--pooling", "4",           "--ranks",  "8", "--global-batch", "1024",
+       "--sharding", "row",  "-o",        prefix});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   EXPECT_CONTAINS(gen.out, "bottom MLP 13-512-256-64-32, 8 embedding tables of dimension 32");
   EXPECT_CONTAINS(gen.out, "plan: 8 ranks, row-wise tables, MLPs data-parallel; batch 1,024");
@@ -116,20 +117,20 @@ TEST(TraceRescaleCli, llm_traces_rescaled_from_dp_2_to_8_validate_and_run) {
         R"({"name": "small", "base": "gpt3-175b", "layers": 4, "hidden": 256, "heads": 8,
             "kv_heads": 8, "ffn": 1024, "vocab": 1024, "seq": 256})");
   const std::string in = dir.file("in/w");
-  const CommandResult gen = run_orrery({"gen", "llm", "--model", dir.file("small.json"),
-                                        "--global-batch", "8", "--dp", "2", "--tp", "2", "--pp",
-                                        "2", "--zero", "1", "-o", in});
+  const CommandResult gen =
+      run_orrery({"gen", "llm", "--model", dir.file("small.json"), "--global-batch", "8", "--dp",
+                  "2", "--tp", "2", "--pp", "2", "--zero", "1", "-o", in});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   const std::string out = dir.file("out/w");
   const CommandResult ambiguous = run_orrery(
       {"trace", "rescale", in, "-g", in + ".json", "--from-dp", "2", "--dp", "8", "-o", out});
   expect_clean_failure(ambiguous, "give --dp-stride");
-  const CommandResult rescale =
-      run_orrery({"trace", "rescale", in, "-g", in + ".json", "--from-dp", "2", "--dp", "8",
-                  "--dp-stride", "2", "-o", out});
+  const CommandResult rescale = run_orrery({"trace", "rescale", in, "-g", in + ".json", "--from-dp",
+                                            "2", "--dp", "8", "--dp-stride", "2", "-o", out});
   ASSERT_EQ(rescale.exit_code, 0) << rescale.err;
-  EXPECT_CONTAINS(rescale.out, "data parallelism 2 -> 8 (stride 2, fixed per-rank batch): 8 ranks "
-                               "-> 32 ranks; 8 replica groups copied, 4 data groups resized");
+  EXPECT_CONTAINS(rescale.out,
+                  "data parallelism 2 -> 8 (stride 2, fixed per-rank batch): 8 ranks "
+                  "-> 32 ranks; 8 replica groups copied, 4 data groups resized");
   EXPECT_CONTAINS(rescale.out, "wrote " + out + ".json: 36 communicator groups");
   const CommandResult validate = run_orrery({"trace", "validate", "--strict", out});
   EXPECT_EQ(validate.exit_code, 0) << validate.out << validate.err;

@@ -66,34 +66,39 @@ Tally tally(const LlmGenerator& gen, const RankProgram& program, GroupKind kind,
 
 // --- FLOPs ---------------------------------------------------------------------------------------
 
-TEST(LlmFlops, gpt3_175b_is_within_2_percent_of_megatron_under_every_plan_and_plan_invariant) {
-  const TransformerModel model = preset("gpt3-175b");
-  const uint64_t batch = 8;
-  const double formula = megatron_flops(model, batch, 2048, false);
-  std::vector<ParallelPlan> plans;
-  plans.push_back(plan_of(1, 1, 1, batch));  // one rank
-  plans.push_back(plan_of(2, 8, 8, batch));  // 128 ranks, Megatron's 3-D layout
-  ParallelPlan sp_cp = plan_of(2, 4, 4, batch, 2);
-  sp_cp.sp = true;
-  sp_cp.cp = 2;
-  plans.push_back(sp_cp);
-  ParallelPlan interleaved = plan_of(1, 2, 4, batch);
-  interleaved.schedule = PipelineSchedule::kInterleaved;
-  interleaved.virtual_stages = 3;
-  plans.push_back(interleaved);
-  ParallelPlan fsdp = plan_of(4, 2, 2, batch, 2);
-  fsdp.zero = 3;
-  plans.push_back(fsdp);
-  std::vector<double> totals;
-  for (const ParallelPlan& plan : plans) {
-    const double flops = total_flops(generator(model, plan));
-    totals.push_back(flops);
-    EXPECT_NEAR(flops / formula, 1.0, 0.02)
-        << "dp " << plan.dp << " tp " << plan.tp << " pp " << plan.pp << " cp " << plan.cp;
+TEST(LlmFlops, gpt_presets_are_within_2_percent_of_megatron_under_every_plan_and_plan_invariant) {
+  for (const char* name : {"gpt3-175b", "gpt3-6.7b"}) {
+    SCOPED_TRACE(name);
+    const TransformerModel model = preset(name);
+    const uint64_t batch = 8;
+    const double formula = megatron_flops(model, batch, 2048, false);
+    std::vector<ParallelPlan> plans;
+    plans.push_back(plan_of(1, 1, 1, batch));  // one rank
+    plans.push_back(plan_of(2, 8, 8, batch));  // 128 ranks, Megatron's 3-D layout
+    ParallelPlan sp_cp = plan_of(2, 4, 4, batch, 2);
+    sp_cp.sp = true;
+    sp_cp.cp = 2;
+    plans.push_back(sp_cp);
+    ParallelPlan interleaved = plan_of(1, 2, 4, batch);
+    interleaved.schedule = PipelineSchedule::kInterleaved;
+    interleaved.virtual_stages = 3;
+    plans.push_back(interleaved);
+    ParallelPlan fsdp = plan_of(4, 2, 2, batch, 2);
+    fsdp.zero = 3;
+    plans.push_back(fsdp);
+    std::vector<double> totals;
+    for (const ParallelPlan& plan : plans) {
+      const double flops = total_flops(generator(model, plan));
+      totals.push_back(flops);
+      EXPECT_NEAR(flops / formula, 1.0, 0.02)
+          << "dp " << plan.dp << " tp " << plan.tp << " pp " << plan.pp << " cp " << plan.cp;
+    }
+    // The plan moves work between ranks but does not change it, except the element-wise work
+    // that tensor parallelism without SP replicates on every rank of the group (norms, dropout,
+    // residual adds): +0.05% for GPT-3 175B and +0.12% for GPT-3 6.7B at tp 8.
+    for (size_t index = 0; index < totals.size(); ++index)
+      EXPECT_NEAR(totals[index] / totals.front(), 1.0, 2e-3) << "plan " << index;
   }
-  // The plan moves work between ranks but does not change it (element-wise work that tensor
-  // parallelism replicates is below 0.1%).
-  for (double flops : totals) EXPECT_NEAR(flops / totals.front(), 1.0, 1e-3);
 }
 
 TEST(LlmFlops, recomputation_matches_the_96_formula_and_smaller_gpt_too) {
