@@ -3,6 +3,7 @@
 // Every verb takes one .et file or a <prefix> of rank files (<prefix>.<r>.et). Ranks are processed
 // in parallel, one graph per rank at a time, and results are merged in rank order so output never
 // depends on thread timing.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -331,6 +332,17 @@ int run_rescale(const RescaleOptions& options) {
              result->rank_files.front(), result->rank_files.back(), format_count(result->nodes));
   fmt::print("wrote {}: {} communicator group{}\n", result->group_file,
              format_count(result->new_groups), result->new_groups == 1 ? "" : "s");
+  // A larger set left under the same prefix would be read with this one.
+  std::error_code ec;
+  for (const char* suffix : {"", ".gz"}) {
+    const std::string next = chakra::rank_trace_path(options.output, result->new_ranks) + suffix;
+    if (std::filesystem::exists(next, ec)) {
+      fmt::print(stderr,
+                 "orrery: warning: {} is left from an earlier run; tools reading the prefix take "
+                 "it as rank {}: remove it\n",
+                 next, result->new_ranks);
+    }
+  }
   return 0;
 }
 

@@ -537,7 +537,19 @@ Expected<RescaleResult> rescale_traces(const RescaleSpec& spec) {
   Rescaler rescaler(spec, Layout{stride, spec.from_dp, spec.to_dp}, old_ranks);
   if (Status status = rescaler.plan(groups, result); !status) return status.error();
 
+  // Writing over the input while reading it would corrupt both.
   std::error_code ec;
+  std::set<std::string> inputs;
+  for (const std::string& path : files->paths)
+    inputs.insert(std::filesystem::weakly_canonical(path, ec).string());
+  for (uint32_t rank = 0; rank < result.new_ranks; ++rank) {
+    const std::string path = chakra::rank_trace_path(spec.output, rank) + (spec.gzip ? ".gz" : "");
+    if (inputs.contains(std::filesystem::weakly_canonical(path, ec).string())) {
+      return spec_error(fmt::format(
+          "-o {} would overwrite the input rank file {}: write the rescaled set elsewhere",
+          spec.output, path));
+    }
+  }
   const std::filesystem::path folder = std::filesystem::path(spec.output).parent_path();
   if (!folder.empty()) std::filesystem::create_directories(folder, ec);
   result.rank_files.resize(result.new_ranks);

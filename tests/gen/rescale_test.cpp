@@ -246,6 +246,12 @@ TEST(Rescale, what_cannot_be_rescaled_is_refused_by_name) {
   ASSERT_FALSE(indivisible);
   EXPECT_CONTAINS(indivisible.error().message(), "--from-dp 3 does not divide the 4 ranks");
   EXPECT_FALSE(parse_batch_scaling("weak"));
+  // Writing over the input.
+  RescaleSpec same = spec_of(plain, dir.file("p/w"), 2, 4, dir.file("p/w"));
+  same.stride = 2;
+  Expected<RescaleResult> overwrite = rescale_traces(same);
+  ASSERT_FALSE(overwrite);
+  EXPECT_CONTAINS(overwrite.error().message(), "would overwrite the input rank file");
 }
 
 }  // namespace
