@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   orrery::cli::add_run_command(app, exit_code);
   orrery::cli::add_convert_command(app, exit_code);
   orrery::cli::add_report_command(app, exit_code);
+  orrery::cli::add_topo_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

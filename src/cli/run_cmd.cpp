@@ -183,15 +183,18 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("-s,--system-configuration,--system", config.system, "ASTRA-sim system JSON")
       ->required();
-  cmd->add_option("-n,--network-configuration,--network", config.network, "ASTRA-sim network YAML")
+  cmd->add_option(
+         "-n,--network-configuration,--network", config.network,
+         "ASTRA-sim network YAML, or an orrery graph topology file (docs/formats/topology.md)")
       ->required();
   cmd->add_option("-m,--remote-memory-configuration,--memory", config.remote_memory,
                   "ASTRA-sim remote memory JSON (default: no memory expansion)");
   cmd->add_option("-g,--comm-group-configuration,--comm-groups", config.comm_groups,
                   "communicator groups JSON {\"1\": [0, 1], ...} (pg_name -> ranks)");
   cmd->add_option("-b,--network-backend,--backend", config.backend,
-                  "analytical or congestion-aware")
-      ->check(CLI::IsMember({"analytical", "congestion-aware"}))
+                  "analytical, congestion-aware or flow (max-min fair sharing); on a graph "
+                  "topology: analytical or flow")
+      ->check(CLI::IsMember({"analytical", "congestion-aware", "flow"}))
       ->default_str("analytical");
   cmd->add_option("--compute-scale", config.compute_scale,
                   "multiply compute times (ASTRA-sim 2.x ignores it)")

@@ -4,11 +4,13 @@
 
 #include "network/analytical_backend.h"
 #include "network/congestion_aware_backend.h"
+#include "network/flow_backend.h"
 
 namespace orrery::net {
 
 namespace {
-constexpr std::array<std::string_view, 2> kBackendNames = {"analytical", "congestion-aware"};
+constexpr std::array<std::string_view, 3> kBackendNames = {"analytical", "congestion-aware",
+                                                           "flow"};
 }  // namespace
 
 std::span<const std::string_view> network_backend_names() { return kBackendNames; }
@@ -25,8 +27,13 @@ Expected<std::unique_ptr<NetworkBackend>> make_network_backend(std::string_view 
     return std::unique_ptr<NetworkBackend>(
         std::make_unique<CongestionAwareBackend>(engine, topology, rounding));
   }
+  if (name == "flow") {
+    // ASTRA-sim's dimensions as a graph: the topology's own links and dimension-order routes.
+    return std::unique_ptr<NetworkBackend>(std::make_unique<FlowBackend>(
+        engine, std::make_shared<const TopologyFabric>(topology), topology));
+  }
   return Error::make(ErrorKind::kInvalidArgument,
-                     "unknown network backend '{}' (expected analytical or congestion-aware)",
+                     "unknown network backend '{}' (expected analytical, congestion-aware or flow)",
                      name);
 }
 

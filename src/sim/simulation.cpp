@@ -11,7 +11,8 @@
 #include "core/same_file.h"
 #include "core/units.h"
 #include "memory/remote_memory_config.h"
-#include "network/topology_yaml.h"
+#include "network/flow_backend.h"
+#include "network/graph_yaml.h"
 #include "sim/symmetry.h"
 #include "system/system_config.h"
 #include "workload/comm_groups.h"
@@ -61,8 +62,12 @@ double DimensionSummary::utilization(SimTime end) const {
 Expected<RunResult> run_simulation(const RunConfig& config,
                                    const std::function<void(const std::string&)>& warn) {
   // ---- inputs ----
-  Expected<net::Topology> topology = net::load_topology_file(config.network);
-  if (!topology) return topology.error();
+  // ASTRA-sim's multi-dimensional YAML or a graph topology file (network/graph_yaml.h); a graph
+  // gives the system layer its logical layout and the backend its physical links.
+  Expected<net::NetworkDescription> described = net::load_network_file(config.network);
+  if (!described) return described.error();
+  const std::shared_ptr<const net::Graph> graph = described->graph;
+  std::optional<net::Topology> topology(std::move(described->logical));
   const uint32_t rank_count = topology->rank_count();
 
   Expected<sys::SystemConfig> system = sys::load_system_config(config.system);
@@ -185,7 +190,8 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   // ---- the run ----
   EventEngine engine;
   Expected<std::unique_ptr<net::NetworkBackend>> network =
-      net::make_network_backend(config.backend, engine, *topology, config.rounding);
+      graph ? net::make_fabric_backend(config.backend, engine, graph, *topology)
+            : net::make_network_backend(config.backend, engine, *topology, config.rounding);
   if (!network) return network.error();
 
   std::map<std::string, uint32_t> group_ids;
@@ -197,7 +203,10 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   bool symmetric = false;
   bool through_network = false;
   std::string symmetry_note = "the fast path is off";
-  if (config.fast_path) {
+  if (config.fast_path && graph) {
+    // Routes on a graph differ from rank to rank (ECMP, tiers): no proof of symmetry.
+    symmetry_note = "the network is a graph topology, whose routes differ from rank to rank";
+  } else if (config.fast_path) {
     std::vector<std::string> all_ranks_groups{""};
     if (group_ids.count("0") != 0) all_ranks_groups.push_back("0");
     for (const auto& [name, group] : groups.named()) {
@@ -348,11 +357,21 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     summary.topology = std::string(net::topology_kind_name(topology->dimension(dim).kind));
     summary.size = topology->size(dim);
     summary.bandwidth_gbps = topology->dimension(dim).bandwidth.gbps();
-    summary.links = topology->link_count(dim);
+    summary.links = graph ? 0 : topology->link_count(dim);
     result.dimensions.push_back(summary);
   }
+  // A graph's link tiers are grouped under the logical dimensions, the outer tiers together
+  // under the outermost.
+  const auto dimension_of = [&](uint32_t tier) {
+    return std::min(tier, topology->dimension_count() - 1);
+  };
+  if (graph) {
+    for (net::LinkId link = 0; link < graph->link_count(); ++link) {
+      ++result.dimensions[dimension_of(graph->link(link).dimension)].links;
+    }
+  }
   for (const net::LinkStats& link : result.links) {
-    DimensionSummary& summary = result.dimensions[link.dimension];
+    DimensionSummary& summary = result.dimensions[dimension_of(link.dimension)];
     ++summary.links_used;
     summary.bytes += link.bytes;
     summary.busy += link.busy;

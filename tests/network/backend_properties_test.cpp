@@ -227,8 +227,8 @@ TEST(NetworkBackendFactory, unknown_backend_names_are_refused) {
   const auto made = make_network_backend("garnet", engine, topology);
   ASSERT_FALSE(made.has_value());
   EXPECT_EQ(made.error().message(),
-            "unknown network backend 'garnet' (expected analytical or congestion-aware)");
-  EXPECT_EQ(network_backend_names().size(), 2u);
+            "unknown network backend 'garnet' (expected analytical, congestion-aware or flow)");
+  EXPECT_EQ(network_backend_names().size(), 3u);
   for (const std::string_view name : network_backend_names()) {
     const auto backend = make_network_backend(name, engine, topology);
     ASSERT_TRUE(backend.has_value());
