@@ -178,14 +178,21 @@ void FlowBackend::recompute() {
     return a > b;
   };
   std::make_heap(heap_.begin(), heap_.end(), later);
+  // A link's fair share only rises as flows elsewhere freeze (they take at most the current
+  // level, which is at most its share), so heap keys are lower bounds: a popped link whose share
+  // has risen goes back with its new share; one whose share is still its key is the bottleneck.
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), later);
-    const auto [share, slot] = heap_.back();
+    const auto [key, slot] = heap_.back();
     heap_.pop_back();
     SlotState& state = slot_state_[slot];
     if (state.unfrozen == 0) continue;
-    const double current = std::max(0.0, state.residual) / state.unfrozen;
-    if (current != share) continue;  // stale entry; a fresh one is in the heap
+    const double share = std::max(0.0, state.residual) / state.unfrozen;
+    if (share > key) {
+      heap_.emplace_back(share, slot);
+      std::push_heap(heap_.begin(), heap_.end(), later);
+      continue;
+    }
     for (uint32_t idx = state.list_begin; idx < state.list_begin + state.flows; ++idx) {
       Flow& flow = flows_[list_[idx]];
       if (flow.frozen) continue;
@@ -195,10 +202,6 @@ void FlowBackend::recompute() {
         SlotState& o = slot_state_[other];
         o.residual -= share;
         --o.unfrozen;
-        if (other != slot && o.unfrozen > 0) {
-          heap_.emplace_back(std::max(0.0, o.residual) / o.unfrozen, other);
-          std::push_heap(heap_.begin(), heap_.end(), later);
-        }
       }
     }
   }

@@ -368,21 +368,7 @@ class GraphReader {
     } else {
       spec.npu_forwarding = spec.switch_names.empty();
     }
-    if (const YAML::Node logical = root["logical"]; logical.IsDefined()) {
-      if (!logical.IsSequence()) {
-        return fail(line_of(logical), "key 'logical': expected a list of [kind, size] pairs");
-      }
-      for (const YAML::Node& dim : logical) {
-        if (!dim.IsSequence() || dim.size() != 2) {
-          return fail(line_of(dim), "key 'logical': expected [kind, size], e.g. [Switch, 8]");
-        }
-        Expected<TopologyKind> kind = kind_from(dim[0].as<std::string>());
-        if (!kind) return fail(line_of(dim), "key 'logical': {}", kind.error().message());
-        Expected<uint32_t> size = scalar_count(dim[1], "logical");
-        if (!size) return size.error();
-        spec.logical.push_back({*kind, *size});
-      }
-    }
+    if (Status status = read_logical(root, spec); !status) return status.error();
     const YAML::Node links = root["links"];
     if (!links.IsDefined() || !links.IsSequence()) {
       return fail(line_of(root),
@@ -436,12 +422,33 @@ class GraphReader {
   }
 
  private:
+  // The optional `logical` layout: a list of [kind, size] pairs, innermost first.
+  Status read_logical(const YAML::Node& root, GraphSpec& spec) const {
+    const YAML::Node logical = root["logical"];
+    if (!logical.IsDefined()) return {};
+    if (!logical.IsSequence()) {
+      return fail(line_of(logical), "key 'logical': expected a list of [kind, size] pairs");
+    }
+    spec.logical.clear();
+    for (const YAML::Node& dim : logical) {
+      if (!dim.IsSequence() || dim.size() != 2) {
+        return fail(line_of(dim), "key 'logical': expected [kind, size], e.g. [Switch, 8]");
+      }
+      Expected<TopologyKind> kind = kind_from(dim[0].as<std::string>());
+      if (!kind) return fail(line_of(dim), "key 'logical': {}", kind.error().message());
+      Expected<uint32_t> size = scalar_count(dim[1], "logical");
+      if (!size) return size.error();
+      spec.logical.push_back({*kind, *size});
+    }
+    return {};
+  }
+
   Expected<GraphSpec> read_generated(const YAML::Node& root) {
     const std::string generator = root["generator"].as<std::string>();
     GeneratorParams params;
     for (const auto& entry : root) {
       const std::string key = entry.first.as<std::string>();
-      if (key == "generator" || key == "name") continue;
+      if (key == "generator" || key == "name" || key == "logical") continue;
       if (!entry.second.IsScalar()) {
         return fail(line_of(entry.second), "generator parameter '{}': expected a single value",
                     key);
@@ -451,6 +458,8 @@ class GraphReader {
     Expected<GraphSpec> spec = generate_graph(generator, params);
     if (!spec) return fail(line_of(root["generator"]), "{}", spec.error().message());
     if (root["name"].IsDefined()) spec->name = root["name"].as<std::string>();
+    // A logical layout of one's own replaces the generator's (its product is checked later).
+    if (Status status = read_logical(root, *spec); !status) return status.error();
     return spec;
   }
 

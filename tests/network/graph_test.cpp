@@ -7,6 +7,7 @@
 
 #include "network/generators.h"
 #include "network/graph.h"
+#include "network/graph_summary.h"
 #include "network/graph_yaml.h"
 
 namespace orrery::net {
@@ -287,6 +288,68 @@ TEST(GraphFile, listed_and_generated_forms_and_their_errors) {
             "t.yml:1: fat-tree: k = 5; expected an even number from 2 to 256");
   EXPECT_EQ(error("npus: 3\nswitches: [s]\nlinks:\n  - [npu0, s, 1, 1]\n  - [npu1, s, 1, 1]\n"),
             "t.yml: npu2 cannot reach npu0");
+}
+
+TEST(GraphSummary, diameter_bisection_and_oversubscription_by_hand) {
+  // The reference Clos: halves are leaves 0-3 and 4-7; the cut is their 4 x 8 uplinks.
+  const Graph clos = build(generate_graph("clos2", {}));
+  GraphSummary s = summarize_graph(clos);
+  EXPECT_EQ(s.npus, 128u);
+  EXPECT_EQ(s.switches, 16u);
+  EXPECT_EQ(s.links, 384u);
+  EXPECT_EQ(s.diameter, 4u);
+  EXPECT_EQ(s.bisection_nano_gbps, 32u * 23'283'064'365u);
+  EXPECT_DOUBLE_EQ(s.oversubscription, 2.0);  // 16 NPUs down, 8 spines up, equal links
+  ASSERT_EQ(s.tiers.size(), 2u);
+  EXPECT_EQ(s.tiers[1].min_latency, SimTime::from_ns(12'500));
+
+  // k = 4 fat-tree: full bisection, 8 hosts x 25 GB/s.
+  s = summarize_graph(build(make_fat_tree(4, {})));
+  EXPECT_EQ(s.diameter, 6u);
+  EXPECT_EQ(s.bisection_nano_gbps, 8u * 25'000'000'000u);
+  EXPECT_DOUBLE_EQ(s.oversubscription, 1.0);
+
+  // 4 x 4 torus: rows 0-1 against rows 2-3 are joined by 4 columns x 2 places (one wraps).
+  s = summarize_graph(build(make_torus({4, 4}, {})));
+  EXPECT_EQ(s.diameter, 4u);
+  EXPECT_EQ(s.bisection_nano_gbps, 8u * 25'000'000'000u);
+
+  // Oversubscribed 3-tier Clos: ratio 3 at both tiers.
+  Clos3Params p;
+  p.oversubscription = 3;
+  s = summarize_graph(build(make_clos3(p)));
+  EXPECT_NEAR(s.oversubscription, 3.0, 1e-9);
+}
+
+TEST(GraphSummary, astra_sim_networks_materialize_with_the_same_links) {
+  Expected<NetworkDescription> astra = parse_network_yaml(
+      "topology: [Ring, Switch]\nnpus_count: [4, 2]\nbandwidth: [50, 25]\nlatency: [500, 1000]\n",
+      "a.yml");
+  ASSERT_TRUE(astra.has_value());
+  Expected<Graph> g = graph_from_topology(astra->logical);
+  ASSERT_TRUE(g.has_value()) << g.error().message();
+  EXPECT_EQ(g->npu_count(), 8u);
+  EXPECT_EQ(g->switch_count(), 4u);
+  EXPECT_EQ(g->link_count(), astra->logical.link_count());
+  EXPECT_EQ(summarize_graph(*g).diameter, 4u);  // two ring hops, then up and down a switch
+  const std::string dot = graph_to_dot(*g);
+  EXPECT_NE(dot.find("\"npu0\" -- \"npu1\" [label=\"50 GB/s, 500 ns\", dir=forward]"),
+            std::string::npos)
+      << dot;
+}
+
+TEST(GraphFile, a_generator_file_may_bring_its_own_logical_layout) {
+  Expected<NetworkDescription> net =
+      parse_network_yaml("generator: clos2\nlogical: [[Ring, 128]]\n", "c.yml");
+  ASSERT_TRUE(net.has_value()) << net.error().message();
+  ASSERT_EQ(net->logical.dimension_count(), 1u);
+  EXPECT_EQ(net->logical.dimension(0).kind, TopologyKind::kRing);
+  Expected<NetworkDescription> bad =
+      parse_network_yaml("generator: clos2\nlogical: [[Ring, 100]]\n", "c.yml");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message(),
+            "c.yml: graph 'clos2-8x16-8spines': the logical dimensions multiply to 100 but there "
+            "are 128 NPUs");
 }
 
 }  // namespace
