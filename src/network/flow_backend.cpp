@@ -146,13 +146,19 @@ void FlowBackend::recompute() {
     Flow& flow = flows_[index];
     flow.frozen = false;
     for (uint32_t slot : flow.slots) {
-      SlotState& state = slot_state_[slot];
-      if (state.unfrozen == 0) busy_slots_.push_back(slot);
-      ++state.unfrozen;
+      if (slot_state_[slot].unfrozen++ == 0) busy_slots_.push_back(slot);
     }
   }
-  // Busy links in slot order, so ties break the same way whatever order flows arrived in.
-  std::sort(busy_slots_.begin(), busy_slots_.end());
+  // Busy links in slot order, so ties break the same way whatever order flows arrived in: sorted
+  // when few, else by a scan of the used links (cheaper than sorting most of them).
+  if (busy_slots_.size() * 16 < slot_state_.size()) {
+    std::sort(busy_slots_.begin(), busy_slots_.end());
+  } else {
+    busy_slots_.clear();
+    for (uint32_t slot = 0; slot < slot_state_.size(); ++slot) {
+      if (slot_state_[slot].unfrozen > 0) busy_slots_.push_back(slot);
+    }
+  }
   uint32_t offset = 0;
   for (uint32_t slot : busy_slots_) {
     SlotState& state = slot_state_[slot];
