@@ -6,8 +6,9 @@
 //                          rate recomputation. Reports flows/s and recomputations/s.
 //   BM_FlowPermutation/<F> F/1024 rounds of a random permutation (every NPU sends once per round,
 //                          equal sizes): departures of a round mostly coincide.
-//   BM_FlowRailAllToAll    every GPU of a 1,024-GPU rail-optimized fat-tree sends 1 MiB to each
-//                          of the 127 GPUs of its rail at once (130,048 concurrent flows).
+//   BM_FlowRailAllToAll/<R> every GPU of a 1,024-GPU rail-optimized fat-tree (R:1 oversubscribed)
+//                          sends 1 MiB to each of the 127 GPUs of its rail at once (130,048
+//                          concurrent flows).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -83,9 +84,12 @@ void BM_FlowPermutation(benchmark::State& state) { run_flows(state, fat_tree16()
 BENCHMARK(BM_FlowPermutation)->Arg(4096)->Arg(65536)->Unit(benchmark::kMillisecond);
 
 void BM_FlowRailAllToAll(benchmark::State& state) {
+  RailParams params;
+  params.oversubscription = static_cast<double>(state.range(0));
   const auto graph = std::make_shared<const Graph>(
-      std::move(Graph::create(std::move(make_rail_optimized(RailParams{}).value()))).value());
+      std::move(Graph::create(std::move(make_rail_optimized(params).value()))).value());
   uint64_t flows = 0;
+  uint64_t recomputations = 0;
   for (auto _ : state) {
     EventEngine engine;
     Counter counter;
@@ -98,12 +102,14 @@ void BM_FlowRailAllToAll(benchmark::State& state) {
       }
     }
     engine.run();
+    recomputations = backend.recomputations();
     benchmark::DoNotOptimize(counter.delivered);
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * flows));
   state.counters["flows"] = static_cast<double>(flows);
+  state.counters["recomputations"] = static_cast<double>(recomputations);
 }
-BENCHMARK(BM_FlowRailAllToAll)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlowRailAllToAll)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace orrery::net

@@ -2,6 +2,7 @@
 // an incast and flows with different bottlenecks; completion times worked out phase by phase.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 
 #include "network/flow_backend.h"
@@ -209,6 +210,53 @@ TEST(FlowBackend, zero_bytes_and_self_messages_and_determinism) {
     return fat.deliveries.time;
   };
   EXPECT_EQ(run(), run());
+}
+
+// Every GPU of a rail-optimized fat-tree sends 1 MiB to each other GPU on its rail at once (the
+// inter-node phase of a hierarchical all-to-all).
+SimTime rail_exchange(const RailParams& params) {
+  FlowNet net(*make_rail_optimized(params));
+  const uint32_t gpus = params.nodes * params.gpus_per_node;
+  uint64_t token = 0;
+  for (Rank src = 0; src < gpus; ++src) {
+    for (Rank dst = src % params.gpus_per_node; dst < gpus; dst += params.gpus_per_node) {
+      if (dst != src) net.backend->send(src, dst, 1 << 20, token++);
+    }
+  }
+  net.engine.run();
+  EXPECT_EQ(net.deliveries.time.size(), uint64_t{gpus} * (params.nodes - 1));
+  SimTime end;
+  for (const auto& [t, time] : net.deliveries.time) end = std::max(end, time);
+  return end;
+}
+
+TEST(FlowBackend, rail_exchange_on_1024_gpus_is_within_2_percent_of_the_nic_bound) {
+  // 128 nodes x 8 GPUs, NIC 50 GB/s, 32 nodes per leaf, 16 spines, full bisection: 130,048
+  // flows. Each GPU's NIC carries 127 MiB: the bound is 127 MiB / 50 GB/s (plus latency).
+  const double nic_bound = ps_at(127.0 * (1 << 20), 50);
+  const SimTime full = rail_exchange(RailParams{});
+  EXPECT_GE(static_cast<double>(full.ps()), nic_bound);
+  EXPECT_LE(static_cast<double>(full.ps()), 1.02 * nic_bound);
+  std::printf("1,024-GPU rail exchange: %.1f us, NIC bound %.1f us\n",
+              static_cast<double>(full.ps()) / 1e6, nic_bound / 1e6);
+}
+
+TEST(FlowBackend, an_oversubscribed_rail_exchange_is_limited_by_the_leaf_uplinks) {
+  // 32 nodes x 8 GPUs, 8 nodes per leaf, 4 spines, 4:1: uplinks of 8 x 50 / (4 x 4) = 25 GB/s.
+  // A leaf's 8 GPUs send 24 MiB each to the other 3 leaves of their rail over 4 x 25 GB/s: the
+  // bound is 192 MiB / 100 GB/s, 3.1 times the NIC bound (31 MiB / 50 GB/s). ECMP hashing
+  // loads some uplinks more than others, so the time is above the bound.
+  RailParams params;
+  params.nodes = 32;
+  params.nodes_per_leaf = 8;
+  params.spines = 4;
+  params.oversubscription = 4;
+  const double uplink_bound = ps_at(192.0 * (1 << 20), 100);
+  const SimTime over = rail_exchange(params);
+  EXPECT_GE(static_cast<double>(over.ps()), uplink_bound);
+  EXPECT_LE(static_cast<double>(over.ps()), 1.5 * uplink_bound);
+  std::printf("256-GPU 4:1 rail exchange: %.1f us, uplink bound %.1f us\n",
+              static_cast<double>(over.ps()) / 1e6, uplink_bound / 1e6);
 }
 
 TEST(GraphAnalyticalBackend, messages_do_not_slow_each_other) {
