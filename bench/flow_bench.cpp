@@ -78,7 +78,7 @@ void run_flows(benchmark::State& state, const std::shared_ptr<const Graph>& grap
 }
 
 void BM_FlowRandom(benchmark::State& state) { run_flows(state, fat_tree16(), false); }
-BENCHMARK(BM_FlowRandom)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlowRandom)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 
 void BM_FlowPermutation(benchmark::State& state) { run_flows(state, fat_tree16(), true); }
 BENCHMARK(BM_FlowPermutation)->Arg(4096)->Arg(65536)->Unit(benchmark::kMillisecond);
@@ -109,7 +109,9 @@ void BM_FlowRailAllToAll(benchmark::State& state) {
   state.counters["flows"] = static_cast<double>(flows);
   state.counters["recomputations"] = static_cast<double>(recomputations);
 }
-BENCHMARK(BM_FlowRailAllToAll)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond);
+// Arg(4), 4:1 oversubscribed, spreads departures over many distinct instants (one rate
+// recomputation over ~100k flows each) and takes minutes: see docs/network.md.
+BENCHMARK(BM_FlowRailAllToAll)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace orrery::net

@@ -105,6 +105,39 @@ TEST(GraphRuns, the_128_npu_two_tier_clos_runs_ring_all_reduce_and_all_to_all) {
   }
 }
 
+TEST(GraphRuns, hierarchical_rings_go_through_the_node_then_along_the_rails) {
+  // 4 HGX-like nodes x 8 GPUs, 2 nodes per rail leaf, 2 spines; logical [8 GPUs, 4 nodes]. A ring
+  // all-reduce of S (localBWAware): reduce-scatter over NVLink (7/8 S out of every GPU), an
+  // all-reduce of S/8 along each rail (2 x 3/4 x S/8 out of every GPU's NIC), all-gather over
+  // NVLink (7/8 S). Half of each rail ring's hops cross leaves through a spine.
+  test::MicroRun spec;
+  spec.kind = MicrobenchKind::kAllReduce;
+  spec.bytes = 8 << 20;
+  spec.ranks = 32;
+  spec.system = test::system_json("ring", 2);
+  spec.network = "generator: rail\nnodes: 4\nnodes_per_leaf: 2\nspines: 2\n";
+  for (const char* backend : {"analytical", "flow"}) {
+    spec.backend = backend;
+    const sim::RunResult run = run_ok(spec);
+    double tier_bytes[3] = {0, 0, 0};
+    for (const net::LinkStats& link : run.links) {
+      ASSERT_LT(link.dimension, 3u);
+      tier_bytes[link.dimension] += static_cast<double>(link.bytes);
+    }
+    const double s = 8.0 * (1 << 20);
+    // Tier 0, GPU <-> NVSwitch: 32 GPUs x 1.75 S, each byte on an up and a down link.
+    EXPECT_DOUBLE_EQ(tier_bytes[0], 32 * 1.75 * s * 2) << backend;
+    // Tier 1, GPU <-> rail leaf: 32 GPUs x 0.1875 S, up and down.
+    EXPECT_DOUBLE_EQ(tier_bytes[1], 32 * 0.1875 * s * 2) << backend;
+    // Tier 2, leaf <-> spine: per rail 2 of the 4 ring hops cross, each over 2 links.
+    EXPECT_DOUBLE_EQ(tier_bytes[2], 8 * 2 * 0.1875 * s * 2) << backend;
+    // Summaries group the outer tiers under the outermost logical dimension.
+    ASSERT_EQ(run.dimensions.size(), 2u);
+    EXPECT_EQ(run.dimensions[0].links, 64u);               // 32 cables to the NVSwitches
+    EXPECT_EQ(run.dimensions[1].links, 64u + 2 * 16 * 2);  // NIC cables, leaf-spine cables
+  }
+}
+
 TEST(GraphRuns, backends_that_do_not_run_on_graphs_say_so) {
   TempDir dir;
   test::MicroRun spec;
