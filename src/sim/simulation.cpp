@@ -66,7 +66,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   // gives the system layer its logical layout and the backend its physical links.
   Expected<net::NetworkDescription> described = net::load_network_file(config.network);
   if (!described) return described.error();
-  const std::shared_ptr<const net::Graph> graph = described->graph;
+  const std::shared_ptr<const net::Graph> physical = described->graph;
   std::optional<net::Topology> topology(std::move(described->logical));
   const uint32_t rank_count = topology->rank_count();
 
@@ -190,8 +190,8 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   // ---- the run ----
   EventEngine engine;
   Expected<std::unique_ptr<net::NetworkBackend>> network =
-      graph ? net::make_fabric_backend(config.backend, engine, graph, *topology)
-            : net::make_network_backend(config.backend, engine, *topology, config.rounding);
+      physical ? net::make_fabric_backend(config.backend, engine, physical, *topology)
+               : net::make_network_backend(config.backend, engine, *topology, config.rounding);
   if (!network) return network.error();
 
   std::map<std::string, uint32_t> group_ids;
@@ -203,7 +203,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   bool symmetric = false;
   bool through_network = false;
   std::string symmetry_note = "the fast path is off";
-  if (config.fast_path && graph) {
+  if (config.fast_path && physical) {
     // Routes on a graph differ from rank to rank (ECMP, tiers): no proof of symmetry.
     symmetry_note = "the network is a graph topology, whose routes differ from rank to rank";
   } else if (config.fast_path) {
@@ -357,7 +357,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     summary.topology = std::string(net::topology_kind_name(topology->dimension(dim).kind));
     summary.size = topology->size(dim);
     summary.bandwidth_gbps = topology->dimension(dim).bandwidth.gbps();
-    summary.links = graph ? 0 : topology->link_count(dim);
+    summary.links = physical ? 0 : topology->link_count(dim);
     result.dimensions.push_back(summary);
   }
   // A graph's link tiers are grouped under the logical dimensions, the outer tiers together
@@ -365,9 +365,9 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   const auto dimension_of = [&](uint32_t tier) {
     return std::min(tier, topology->dimension_count() - 1);
   };
-  if (graph) {
-    for (net::LinkId link = 0; link < graph->link_count(); ++link) {
-      ++result.dimensions[dimension_of(graph->link(link).dimension)].links;
+  if (physical) {
+    for (net::LinkId link = 0; link < physical->link_count(); ++link) {
+      ++result.dimensions[dimension_of(physical->link(link).dimension)].links;
     }
   }
   for (const net::LinkStats& link : result.links) {
