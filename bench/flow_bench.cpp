@@ -70,7 +70,7 @@ void run_flows(benchmark::State& state, const std::shared_ptr<const Graph>& grap
     recomputations = backend.recomputations();
     benchmark::DoNotOptimize(counter.delivered);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * flows));
+  state.SetItemsProcessed(static_cast<int64_t>(static_cast<uint64_t>(state.iterations()) * flows));
   state.counters["recomputations"] = static_cast<double>(recomputations);
   state.counters["recomputations_per_s"] = benchmark::Counter(
       static_cast<double>(recomputations) * static_cast<double>(state.iterations()),
@@ -105,7 +105,7 @@ void BM_FlowRailAllToAll(benchmark::State& state) {
     recomputations = backend.recomputations();
     benchmark::DoNotOptimize(counter.delivered);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * flows));
+  state.SetItemsProcessed(static_cast<int64_t>(static_cast<uint64_t>(state.iterations()) * flows));
   state.counters["flows"] = static_cast<double>(flows);
   state.counters["recomputations"] = static_cast<double>(recomputations);
 }
