@@ -106,6 +106,17 @@ uint64_t dtype_bytes(std::string_view dtype) {
   return 0;
 }
 
+std::optional<std::string> record_param_comms_name(const HostTrace& trace, const HostOp& op) {
+  if (std::optional<std::string> name = trace.attr_string(op, "collective_name")) return name;
+  // Schemas without the attribute keep it among the inputs, as the first text value.
+  if (op.inputs.values != nullptr && op.inputs.values->is_array()) {
+    for (const nlohmann::json& value : *op.inputs.values) {
+      if (value.is_string()) return value.get<std::string>();
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op_index,
                                                const KinetoEvent* kernel) {
   const HostOp& op = trace.ops()[op_index];
@@ -114,21 +125,8 @@ std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op
 
   // The kind: from the nccl op's own name, else from record_param_comms' collective name.
   std::optional<CommName> name = comm_name(op.name);
-  std::optional<std::string> collective_name;
-  if (meta != nullptr) {
-    collective_name = trace.attr_string(*meta, "collective_name");
-    if (!collective_name) {
-      // Schemas without the attribute keep it among the inputs, as the first text value.
-      if (meta->inputs.values != nullptr && meta->inputs.values->is_array()) {
-        for (const nlohmann::json& value : *meta->inputs.values) {
-          if (value.is_string()) {
-            collective_name = value.get<std::string>();
-            break;
-          }
-        }
-      }
-    }
-  }
+  const std::optional<std::string> collective_name =
+      meta != nullptr ? record_param_comms_name(trace, *meta) : std::nullopt;
   if (op.name == "record_param_comms") name = collective_name ? comm_name(*collective_name) : name;
   if (!name) return std::nullopt;
 

@@ -48,6 +48,10 @@ struct CommSpec {
   int64_t tag = 0;
 };
 
+// The collective name a record_param_comms op carries: its `collective_name` attribute (1.1.x),
+// else its first text input (1.0.1 to 1.0.3 list it among the inputs). nullopt when neither.
+std::optional<std::string> record_param_comms_name(const HostTrace& trace, const HostOp& op);
+
 // Describes the communication of host op `op_index` (an `nccl:*` op, or record_param_comms when
 // the trace has no nccl op under it). `kernel`, when given, is the op's NCCL kernel: its args
 // ("Process Group Name", "In msg nelems", "dtype") fill what the host trace leaves out. nullopt

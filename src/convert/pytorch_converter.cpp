@@ -172,7 +172,15 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
   // ---- Host ops: the chain of CPU work ----------------------------------------------------------
   std::unordered_map<uint64_t, std::vector<size_t>> children;
   for (size_t index = 0; index < ops.size(); ++index) {
-    if (ops[index].parent) children[*ops[index].parent].push_back(index);
+    const HostOp& op = ops[index];
+    if (!op.parent) continue;
+    children[*op.parent].push_back(index);
+    // A parent outside the file (an excerpt of a trace, or a damaged one): the op still converts,
+    // but nothing above it (its collective, its launching op) can be found through it.
+    if (!host.find(*op.parent)) {
+      notes.add("ops whose parent is not in the trace (taken as top-level)", false,
+                fmt::format("{} (parent {})", describe_op(op), *op.parent));
+    }
   }
   std::vector<size_t> chain;
   uint64_t max_id = 0;
@@ -220,11 +228,28 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
   std::vector<std::optional<CommSpec>> comm_of(ops.size());
   for (const size_t index : chain) {
     const HostOp& op = ops[index];
-    if (op.name.substr(0, 5) != "nccl:") continue;
+    if (op.name.substr(0, 5) == "nccl:") {
+      comm_of[index] = describe_communication(host, index, nullptr);
+      if (!comm_of[index]) {
+        notes.add("NCCL ops that name no collective, send or receive (kept as host ops only)",
+                  false, describe_op(op));
+      }
+      continue;
+    }
+    if (op.name != "record_param_comms") continue;
+    // A record_param_comms with an nccl:* op under it is described by that op. Without one, it
+    // stands for the communication itself, when its collective name moves data ("wait" does not).
+    bool has_nccl_child = false;
+    if (const auto found = children.find(op.id); found != children.end()) {
+      for (const size_t child : found->second)
+        has_nccl_child = has_nccl_child || ops[child].name.substr(0, 5) == "nccl:";
+    }
+    if (has_nccl_child) continue;
     comm_of[index] = describe_communication(host, index, nullptr);
     if (!comm_of[index]) {
-      notes.add("NCCL ops that name no collective, send or receive (kept as host ops only)", false,
-                describe_op(op));
+      const std::optional<std::string> what = record_param_comms_name(host, op);
+      notes.add("record_param_comms that move no data (kept as host ops only)", false,
+                fmt::format("{} ('{}')", describe_op(op), what ? shortened(*what, 30) : ""));
     }
   }
   // The communication op a launching op belongs to: itself or an ancestor named nccl:*, or the

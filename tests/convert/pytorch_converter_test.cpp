@@ -216,6 +216,50 @@ TEST(Converter, sends_and_receives_carry_peer_tag_and_size) {
   EXPECT_TRUE(checks.diagnostics().empty()) << test::findings(checks);
 }
 
+TEST(Converter, a_record_param_comms_without_an_nccl_op_is_the_collective) {
+  json doc = ddp_trace();
+  doc["nodes"].erase(6);  // the nccl:all_reduce under record_param_comms
+  // DDP's wait, which moves nothing: kept as a host op, and named.
+  doc["nodes"].push_back(op(9, "record_param_comms", 8, json::array(), json::array(),
+                            {attr("collective_name", "string", "wait")}));
+  Expected<HostTrace> host = host_of(doc);
+  ASSERT_TRUE(host) << host.error().message();
+  Expected<Conversion> conversion = convert_pytorch_trace(*host, nullptr, {});
+  ASSERT_TRUE(conversion) << conversion.error().message();
+  test::expect_forward_edges(*conversion);
+  const auto* coll = node_named(*conversion, "record_param_comms", ChakraProtoMsg::COMM_COLL_NODE);
+  ASSERT_NE(coll, nullptr);
+  EXPECT_EQ(find_attr(*coll, "comm_type")->int64_val(), ChakraProtoMsg::ALL_REDUCE);
+  EXPECT_EQ(find_attr(*coll, "comm_size")->int64_val(), 4096) << "in_msg_nelems 1024 x Float";
+  EXPECT_EQ(find_attr(*coll, "pg_name")->string_val(), "0");
+  EXPECT_EQ(find_attr(*coll, "host_op_id")->int64_val(), 6);
+  ASSERT_EQ(conversion->report.comms.size(), 1u);
+  const ConversionNote* waits = nullptr;
+  for (const ConversionNote& note : conversion->report.notes)
+    if (note.what == "record_param_comms that move no data (kept as host ops only)") waits = &note;
+  ASSERT_NE(waits, nullptr);
+  EXPECT_EQ(waits->count, 1u);
+  EXPECT_EQ(waits->examples, std::vector<std::string>{"node 9 'record_param_comms' ('wait')"});
+}
+
+TEST(Converter, ops_whose_parent_is_not_in_the_trace_are_named) {
+  json doc = ddp_trace();
+  doc["nodes"].push_back(op(9, "aten::relu", 77));
+  Expected<HostTrace> host = host_of(doc);
+  ASSERT_TRUE(host) << host.error().message();
+  Expected<Conversion> conversion = convert_pytorch_trace(*host, nullptr, {});
+  ASSERT_TRUE(conversion) << conversion.error().message();
+  EXPECT_NE(node_named(*conversion, "aten::relu", ChakraProtoMsg::COMP_NODE), nullptr);
+  bool named = false;
+  for (const ConversionNote& note : conversion->report.notes) {
+    if (note.what != "ops whose parent is not in the trace (taken as top-level)") continue;
+    EXPECT_EQ(note.count, 1u);
+    EXPECT_EQ(note.examples, std::vector<std::string>{"node 9 'aten::relu' (parent 77)"});
+    named = true;
+  }
+  EXPECT_TRUE(named);
+}
+
 TEST(Converter, a_send_without_a_peer_is_an_error_naming_the_node) {
   json doc = ddp_trace();
   doc["nodes"].push_back(op(9, "nccl:send", 2, {tensor(256, 4)}, {"Tensor(float)"}));

@@ -132,17 +132,44 @@ TEST(RankDirectory, dlrm_eight_ranks_convert_with_their_collectives) {
     EXPECT_TRUE(checks.diagnostics().empty()) << test::findings(checks);
     EXPECT_EQ(nodes, converted.output_nodes);
   }
-  // The same collectives, in the same order and sizes, on every rank.
-  for (size_t rank = 1; rank < 8; ++rank) {
-    ASSERT_EQ(report->ranks[rank].comms.size(), report->ranks[0].comms.size());
-    for (size_t at = 0; at < report->ranks[0].comms.size(); ++at) {
-      EXPECT_EQ(report->ranks[rank].comms[at].comm_type, report->ranks[0].comms[at].comm_type);
-      EXPECT_EQ(report->ranks[rank].comms[at].bytes, report->ranks[0].comms[at].bytes);
+  // The same collectives, in the same order and sizes, on every rank: the tensors of each nccl op,
+  // num_elem x elem_bytes (the first all-to-all moves 6,144 floats, the embeddings' 8 x 768).
+  const std::vector<std::pair<int32_t, uint64_t>> expected = {
+      {ChakraProtoMsg::ALL_TO_ALL, 6144 * 4}, {ChakraProtoMsg::ALL_TO_ALL, 24 * 8},
+      {ChakraProtoMsg::ALL_TO_ALL, 1536},     {ChakraProtoMsg::ALL_TO_ALL, 13568},
+      {ChakraProtoMsg::ALL_REDUCE, 1576964},  {ChakraProtoMsg::ALL_TO_ALL, 6144 * 4},
+      {ChakraProtoMsg::ALL_REDUCE, 448},      {ChakraProtoMsg::ALL_REDUCE, 907840}};
+  for (size_t rank = 0; rank < 8; ++rank) {
+    std::vector<std::pair<int32_t, uint64_t>> comms;
+    for (const CommRecord& comm : report->ranks[rank].comms) {
+      EXPECT_EQ(comm.node_type, ChakraProtoMsg::COMM_COLL_NODE);
+      comms.emplace_back(comm.comm_type, comm.bytes);
     }
+    EXPECT_EQ(comms, expected) << "rank " << rank;
   }
   std::ifstream in(report->comm_group_path);
   const nlohmann::json groups = nlohmann::json::parse(in);
   EXPECT_EQ(groups, nlohmann::json::parse(R"({"0": [0, 1, 2, 3, 4, 5, 6, 7]})"));
+}
+
+// Ranks convert in parallel; the files are the same bytes on one thread as on many.
+TEST(RankDirectory, outputs_do_not_depend_on_the_thread_count) {
+  if (!test::shared_data_present()) GTEST_SKIP() << "no ../shared/data: the DLRM set is there";
+  TempDir dir;
+  ASSERT_TRUE(test::untar(test::param_input("dlrm_pytorch_et.tar.gz"), dir.file("in")));
+  ASSERT_TRUE(test::untar(test::param_input("dlrm_kineto.tar.gz"), dir.file("in")));
+  Expected<DirectoryReport> one = convert_rank_directory(dir.file("in"), dir.file("one/d"), {}, 1);
+  Expected<DirectoryReport> four =
+      convert_rank_directory(dir.file("in"), dir.file("four/d"), {}, 4);
+  ASSERT_TRUE(one) << one.error().message();
+  ASSERT_TRUE(four) << four.error().message();
+  ASSERT_EQ(one->outputs.size(), 8u);
+  for (size_t rank = 0; rank < 8; ++rank) {
+    const std::string a = test::read_bytes(one->outputs[rank]);
+    EXPECT_GT(a.size(), 10'000u);
+    EXPECT_TRUE(a == test::read_bytes(four->outputs[rank])) << "rank " << rank;
+  }
+  EXPECT_EQ(test::read_bytes(one->comm_group_path), test::read_bytes(four->comm_group_path));
 }
 
 TEST(RankDirectory, dlrm_hosts_alone_convert_too) {

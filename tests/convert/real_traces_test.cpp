@@ -1,6 +1,9 @@
 // The converter on real PyTorch traces: the small ones bundled in tests/data/pytorch, the ResNet
 // traces of facebookresearch/param from ../shared/data when present.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "convert/host_trace.h"
 #include "convert/kineto_trace.h"
@@ -16,9 +19,11 @@ struct Converted {
   Conversion conversion;
   chakra::ValidationReport checks;
   size_t written_nodes = 0;
+  std::map<int32_t, size_t> written_types;  // node type -> count, in the file as written
 };
 
-// Converts, writes and validates; fails the test on any error.
+// Converts, writes and validates; fails the test on any error. It writes in its own folder, not in
+// a TempDir, which would wipe the caller's TempDir of the same test name.
 Converted convert_and_check(const std::string& host_path, const std::string& device_path = "") {
   Converted result;
   Expected<HostTrace> host = read_host_trace(host_path);
@@ -35,10 +40,17 @@ Converted convert_and_check(const std::string& host_path, const std::string& dev
   EXPECT_TRUE(conversion) << conversion.error().message();
   if (!conversion) return result;
   result.conversion = std::move(*conversion);
-  TempDir dir;
-  const Status written = write_conversion(result.conversion, dir.file("out.et"));
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("orrery-convert-check-" + std::to_string(::getpid()) + ".et"))
+                              .string();
+  const Status written = write_conversion(result.conversion, out);
   EXPECT_TRUE(written) << written.error().message();
-  result.checks = test::validate_file(dir.file("out.et"), &result.written_nodes);
+  result.checks = test::validate_file(out, &result.written_nodes);
+  if (Expected<chakra::TraceGraph> graph = chakra::load_trace(out)) {
+    for (chakra::NodeIndex at = 0; at < graph->size(); ++at)
+      ++result.written_types[graph->type(at)];
+  }
+  std::filesystem::remove(out);
   EXPECT_TRUE(result.checks.diagnostics().empty()) << test::findings(result.checks);
   test::expect_forward_edges(result.conversion);
   return result;
@@ -66,6 +78,37 @@ TEST(RealTraces, chakra_1_0_2_all_gather_loop_from_the_host_trace) {
   EXPECT_EQ(test::count_types(result.conversion).at("METADATA_NODE"), 1u);
   ASSERT_EQ(report.process_group_texts.size(), 1u);
   EXPECT_NE(report.process_group_texts[0].find("\"pg_name\": \"0\""), std::string::npos);
+}
+
+// The same trace, plain or gzip, converts to the same nodes; and a conversion run twice gives the
+// same bytes.
+TEST(RealTraces, plain_and_gzip_inputs_convert_alike_and_runs_repeat_exactly) {
+  TempDir dir;
+  for (const char* name : {"linear_et.json", "linear_kineto.json"}) {
+    const std::string command = "gzip -dc '" + test::pytorch_data(std::string(name) + ".gz") +
+                                "' > '" + dir.file(name) + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  }
+  const Converted gz = convert_and_check(test::pytorch_data("linear_et.json.gz"),
+                                         test::pytorch_data("linear_kineto.json.gz"));
+  const Converted plain =
+      convert_and_check(dir.file("linear_et.json"), dir.file("linear_kineto.json"));
+  ASSERT_EQ(gz.conversion.nodes.size(), plain.conversion.nodes.size());
+  ASSERT_GT(gz.conversion.nodes.size(), 1000u);
+  for (size_t at = 0; at < gz.conversion.nodes.size(); ++at) {
+    ASSERT_EQ(gz.conversion.nodes[at].SerializeAsString(),
+              plain.conversion.nodes[at].SerializeAsString())
+        << "node " << gz.conversion.nodes[at].id();
+  }
+  ConvertOptions options;
+  for (const char* out : {"a.et", "b.et"}) {
+    Expected<ConversionReport> report = convert_files(
+        dir.file("linear_et.json"), dir.file("linear_kineto.json"), dir.file(out), options);
+    ASSERT_TRUE(report) << report.error().message();
+  }
+  const std::string first = test::read_bytes(dir.file("a.et"));
+  EXPECT_GT(first.size(), 100'000u);
+  EXPECT_TRUE(first == test::read_bytes(dir.file("b.et")));
 }
 
 TEST(RealTraces, pt2_schema_1_1_1_converts) {
@@ -144,10 +187,27 @@ TEST(RealTraces, resnet_host_traces_hold_their_collectives) {
     const ConversionReport& report = result.conversion.report;
     EXPECT_GT(report.host_ops, 1000u);
     std::map<int32_t, size_t> by_type;
-    for (const CommRecord& comm : report.comms) ++by_type[comm.comm_type];
+    std::map<int32_t, uint64_t> bytes;
+    for (const CommRecord& comm : report.comms) {
+      ++by_type[comm.comm_type];
+      bytes[comm.comm_type] += comm.bytes;
+    }
     EXPECT_EQ(by_type[ChakraProtoMsg::ALL_REDUCE], 15u);
     EXPECT_EQ(by_type[ChakraProtoMsg::BROADCAST], 6u);
     EXPECT_EQ(report.comms.size(), 21u);
+    // Sums of num_elem x elem_bytes over the tensors of the 15 nccl:all_reduce and the 6
+    // nccl:broadcast ops, counted in the JSON by a separate script: the same step in both files.
+    EXPECT_EQ(bytes[ChakraProtoMsg::ALL_REDUCE], 306'684'384u);
+    EXPECT_EQ(bytes[ChakraProtoMsg::BROADCAST], 638'712u);
+    // The written file holds them as COMM_COLL nodes.
+    EXPECT_EQ(result.written_types.at(ChakraProtoMsg::COMM_COLL_NODE), 21u);
+    // The other 6 of the 27 record_param_comms are DDP's waits: kept as host ops, and said so.
+    const ConversionNote* waits = nullptr;
+    for (const ConversionNote& note : report.notes)
+      if (note.what.find("record_param_comms that move no data") == 0) waits = &note;
+    ASSERT_NE(waits, nullptr);
+    EXPECT_EQ(waits->count, 6u);
+    EXPECT_NE(waits->examples[0].find("('wait')"), std::string::npos) << waits->examples[0];
   }
 }
 
