@@ -269,16 +269,31 @@ Expected<DirectoryReport> convert_rank_directory(const std::string& dir, const s
     if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", report.comm_group_path);
   }
 
-  // A rank file left from an earlier, larger conversion would be read as one more rank.
-  for (const char* suffix : {"", ".gz"}) {
-    const std::string stale = chakra::rank_trace_path(prefix, count) + suffix;
+  // Rank files left from an earlier, larger conversion would be read as more ranks: `orrery run`
+  // takes every <prefix>.<r>.et[.gz] from 0 up. They are the user's files, so they are named, not
+  // removed.
+  std::vector<std::string> stale;
+  for (size_t rank = count;; ++rank) {
     std::error_code code;
-    if (fs::exists(stale, code)) {
-      report.warnings.push_back(fmt::format(
-          "{} is left from an earlier conversion; tools reading the prefix take it as rank {}: "
-          "remove it",
-          stale, count));
+    const std::string plain = chakra::rank_trace_path(prefix, rank);
+    if (fs::exists(plain, code)) {
+      stale.push_back(plain);
+    } else if (fs::exists(plain + ".gz", code)) {
+      stale.push_back(plain + ".gz");
+    } else {
+      break;
     }
+  }
+  if (!stale.empty()) {
+    report.warnings.push_back(fmt::format(
+        "{} {} left from an earlier conversion; tools reading the prefix take {} as rank{} {}: "
+        "remove {}",
+        stale.size() == 1 ? stale.front() : fmt::format("{} to {}", stale.front(), stale.back()),
+        stale.size() == 1 ? "is" : "are", stale.size() == 1 ? "it" : "them",
+        stale.size() == 1 ? "" : "s",
+        stale.size() == 1 ? std::to_string(count)
+                          : fmt::format("{} to {}", count, count + stale.size() - 1),
+        stale.size() == 1 ? "it" : "them"));
   }
 
   // The ranks must agree on the collectives of each process group: count, types and sizes.

@@ -82,7 +82,8 @@ TEST(RankDirectory, writes_every_rank_and_the_groups_and_warns_of_stale_rank_fil
   EXPECT_TRUE(std::filesystem::exists(dir.file("out/w.1.et")));
   EXPECT_EQ(report->comm_group_text, "{\"0\":[0,1]}\n");
   ASSERT_EQ(report->warnings.size(), 1u);
-  EXPECT_NE(report->warnings[0].find("w.2.et is left from an earlier conversion"),
+  EXPECT_NE(report->warnings[0].find("w.2.et is left from an earlier conversion; tools reading the "
+                                     "prefix take it as rank 2: remove it"),
             std::string::npos)
       << report->warnings[0];
   const std::string summary = format_directory_report(*report, 3);
@@ -90,6 +91,22 @@ TEST(RankDirectory, writes_every_rank_and_the_groups_and_warns_of_stale_rank_fil
             std::string::npos)
       << summary;
   EXPECT_NE(summary.find("warning: "), std::string::npos) << summary;
+
+  // Two stale ranks (one gzip), as `orrery run` would read them: both named in one warning.
+  test::write_file(dir.file("out/w.3.et.gz"), "left from a 4-rank job");
+  report = convert_rank_directory(dir.file("in"), dir.file("out/w"), {}, 0);
+  ASSERT_TRUE(report) << report.error().message();
+  ASSERT_EQ(report->warnings.size(), 1u);
+  EXPECT_NE(report->warnings[0].find("w.2.et to " + dir.file("out/w.3.et.gz") +
+                                     " are left from an earlier conversion; tools reading the "
+                                     "prefix take them as ranks 2 to 3: remove them"),
+            std::string::npos)
+      << report->warnings[0];
+
+  // A fresh prefix: no warning at all.
+  report = convert_rank_directory(dir.file("in"), dir.file("fresh/w"), {}, 0);
+  ASSERT_TRUE(report) << report.error().message();
+  EXPECT_TRUE(report->warnings.empty()) << report->warnings.front();
 }
 
 TEST(RankDirectory, dlrm_eight_ranks_convert_with_their_collectives) {

@@ -31,7 +31,8 @@ void expect_clean_failure(const CommandResult& result, const std::string& needle
 TEST(ConvertCli, help_names_every_input) {
   const CommandResult result = run_orrery({"convert", "--help"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  for (const char* flag : {"--host", "--device", "--dir", "--output", "--allow-pid-mismatch"})
+  for (const char* flag :
+       {"--host", "--device", "--dir", "--output", "--allow-pid-mismatch", "--examples", "--quiet"})
     EXPECT_NE(result.out.find(flag), std::string::npos) << flag;
   const CommandResult verbs = run_orrery({"--help"});
   EXPECT_NE(verbs.out.find("convert"), std::string::npos) << verbs.out;
@@ -99,6 +100,58 @@ TEST(ConvertCli, malformed_inputs_fail_with_the_file_named) {
   expect_clean_failure(run_orrery({"convert", "-o", dir.file("out.et")}), "--host");
   EXPECT_NE(run_orrery({"convert", "--host", dir.file("schema.json")}).exit_code, 0)
       << "-o is required";
+}
+
+TEST(ConvertCli, a_kineto_event_without_its_fields_is_named) {
+  TempDir dir;
+  write_text(dir.file("k.json"), R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "sgemm", "ts": 5, "dur": 3, "args": {"correlation": 1}},
+      {"ph": "X", "cat": "kernel", "ts": 9, "dur": 3}]})");
+  expect_clean_failure(run_orrery({"convert", "--host", pytorch("benchmark_simple_add_et.json.gz"),
+                                   "--device", dir.file("k.json"), "-o", dir.file("out.et")}),
+                       "k.json: traceEvents[1]");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out.et")));
+}
+
+// The ResNet traces of the issue, and the other real inputs: converted by the CLI, each validates
+// in strict mode (no finding at all).
+TEST(ConvertCli, real_traces_convert_and_validate_strictly) {
+  if (!test::shared_data_present())
+    GTEST_SKIP() << "no ../shared/data: the ResNet traces are there";
+  TempDir dir;
+  const std::string inputs =
+      std::string(ORRERY_SHARED_DATA_DIR) + "/facebookresearch+param/et_replay/tests/inputs/";
+  const CommandResult resnet =
+      run_orrery({"convert", "--host", inputs + "1.1.0-chakra.0.0.4/resnet_2gpu_et.json.gz", "-o",
+                  dir.file("resnet2.et")});
+  ASSERT_EQ(resnet.exit_code, 0) << resnet.err;
+  EXPECT_NE(resnet.out.find("COMM_COLL_NODE      21\n"), std::string::npos) << resnet.out;
+  EXPECT_NE(resnet.out.find("ALL_REDUCE (pg 0) 15 x, 292.48 MiB (306,684,384 B)"),
+            std::string::npos)
+      << resnet.out;
+  EXPECT_NE(resnet.out.find("BROADCAST (pg 0)  6 x, 623.74 KiB (638,712 B)"), std::string::npos)
+      << resnet.out;
+  EXPECT_NE(resnet.out.find("6 record_param_comms that move no data"), std::string::npos)
+      << resnet.out;
+  const std::vector<std::vector<std::string>> others = {
+      {"--host", inputs + "1.0.3-chakra.0.0.4/resnet_1gpu_et.json.gz"},
+      {"--host", pytorch("linear_et.json.gz"), "--device", pytorch("linear_kineto.json.gz")},
+      {"--host", pytorch("pt2_et.json.gz")}};
+  std::vector<std::string> outputs = {dir.file("resnet2.et")};
+  for (size_t at = 0; at < others.size(); ++at) {
+    std::vector<std::string> args = {"convert", "-q"};
+    args.insert(args.end(), others[at].begin(), others[at].end());
+    outputs.push_back(dir.file("t" + std::to_string(at) + ".et"));
+    args.insert(args.end(), {"-o", outputs.back()});
+    const CommandResult converted = run_orrery(args);
+    ASSERT_EQ(converted.exit_code, 0) << converted.err;
+    EXPECT_TRUE(converted.out.empty()) << "-q prints nothing: " << converted.out;
+  }
+  for (const std::string& output : outputs) {
+    const CommandResult check = run_orrery({"trace", "validate", "--strict", output});
+    EXPECT_EQ(check.exit_code, 0) << output << ": " << check.out << check.err;
+    EXPECT_NE(check.out.find(": valid"), std::string::npos) << check.out;
+  }
 }
 
 TEST(ConvertCli, kineto_trace_of_another_run_is_refused) {
