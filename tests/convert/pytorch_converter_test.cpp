@@ -430,6 +430,35 @@ TEST(Converter, links_kernels_to_their_launching_ops) {
   EXPECT_TRUE(checks.diagnostics().empty()) << test::findings(checks);
 }
 
+// A host trace that says nothing of the collective's size or group (schema 1.0.1 records group
+// pointers only): the NCCL kernel's args, as newer Kineto writes them, fill both in.
+TEST(Converter, nccl_kernel_args_give_size_and_group_when_the_host_trace_does_not) {
+  json doc = ddp_trace();
+  doc["nodes"][5]["attrs"] = json::array({attr("rf_id", "uint64", 6), attr("tid", "uint64", 1),
+                                          attr("collective_name", "string", "allreduce")});
+  doc["nodes"][6]["inputs"]["values"] = json::array();
+  doc["nodes"][6]["inputs"]["types"] = json::array();
+  json events = ddp_kineto();
+  events["traceEvents"][11]["args"]["In msg nelems"] = 2048;
+  events["traceEvents"][11]["args"]["dtype"] = "BFloat16";
+  events["traceEvents"][11]["args"]["Process Group Name"] = "1";
+  Expected<HostTrace> host = host_of(doc);
+  ASSERT_TRUE(host) << host.error().message();
+  Expected<KinetoTrace> kineto = parse_kineto_trace("kineto.json", events);
+  ASSERT_TRUE(kineto) << kineto.error().message();
+  Expected<Conversion> conversion = convert_pytorch_trace(*host, &*kineto, {});
+  ASSERT_TRUE(conversion) << conversion.error().message();
+  const auto* coll = node_named(*conversion, "ncclKernel_AllReduce_RING_LL_Sum_float",
+                                ChakraProtoMsg::COMM_COLL_NODE);
+  ASSERT_NE(coll, nullptr);
+  EXPECT_EQ(find_attr(*coll, "comm_type")->int64_val(), ChakraProtoMsg::ALL_REDUCE);
+  EXPECT_EQ(find_attr(*coll, "comm_size")->int64_val(), 2048 * 2);
+  EXPECT_EQ(find_attr(*coll, "pg_name")->string_val(), "1");
+  ASSERT_EQ(conversion->report.comms.size(), 1u);
+  EXPECT_EQ(conversion->report.comms[0].bytes, 4096u);
+  EXPECT_EQ(conversion->report.comms[0].pg_name, "1");
+}
+
 TEST(Converter, a_kineto_trace_of_another_process_is_refused) {
   Expected<HostTrace> host = host_of(ddp_trace());
   json other = ddp_kineto();
