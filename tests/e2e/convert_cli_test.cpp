@@ -98,6 +98,16 @@ TEST(ConvertCli, malformed_inputs_fail_with_the_file_named) {
   expect_clean_failure(convert(dir.file("absent.json")), "absent.json: cannot open");
   EXPECT_FALSE(std::filesystem::exists(dir.file("out.et"))) << "nothing written on failure";
   expect_clean_failure(run_orrery({"convert", "-o", dir.file("out.et")}), "--host");
+  expect_clean_failure(run_orrery({"convert", "--dir", dir.file("nowhere"), "-o", dir.file("w")}),
+                       "nowhere: not a directory");
+  expect_clean_failure(run_orrery({"convert", "--dir", dir.file(""), "--host",
+                                   dir.file("schema.json"), "-o", dir.file("w")}),
+                       "give either --dir or --host");
+  std::filesystem::create_directories(dir.file("gap"));
+  std::filesystem::copy_file(pytorch("benchmark_simple_add_et.json.gz"),
+                             dir.file("gap/et_rank1.json.gz"));
+  expect_clean_failure(run_orrery({"convert", "--dir", dir.file("gap"), "-o", dir.file("w")}),
+                       "none for rank 0 (ranks must be 0 to n-1)");
   EXPECT_NE(run_orrery({"convert", "--host", dir.file("schema.json")}).exit_code, 0)
       << "-o is required";
 }
