@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages orrery needs to build, test and benchmark (chromium: the browser
-# test of `orrery report` opens the HTML page headless).
+# Installs the Debian 12 packages orrery needs to build, test and benchmark (NLopt and GLPK: the
+# optimizer of `orrery libra`; chromium: the browser test of `orrery report` opens the HTML page
+# headless).
 # Idempotent: checks each package first and runs `apt-get update` only when something is missing.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libnlopt-dev libglpk-dev
   python3
   chromium
 )

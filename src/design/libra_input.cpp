@@ -1,0 +1,555 @@
+#include "design/libra_input.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+namespace orrery::design {
+
+namespace {
+
+Expected<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Expected<YAML::Node> read_yaml(const std::string& path) {
+  Expected<std::string> text = read_text(path);
+  if (!text) return text.error();
+  try {
+    return YAML::Load(*text);
+  } catch (const YAML::Exception& error) {
+    return Error::make(ErrorKind::kParse, "{}:{}: not valid YAML: {}", path, error.mark.line + 1,
+                       error.msg);
+  }
+}
+
+int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
+
+Error node_error(const std::string& path, const YAML::Node& node, const std::string& what) {
+  return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", path, line_of(node), what));
+}
+
+Expected<double> as_number(const std::string& path, const YAML::Node& node, std::string_view key) {
+  if (!node.IsScalar()) return node_error(path, node, fmt::format("'{}' must be a number", key));
+  const std::string& text = node.Scalar();
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+    return node_error(path, node, fmt::format("'{}' is '{}', not a number", key, text));
+  }
+  return value;
+}
+
+Expected<std::vector<int32_t>> as_groups(const std::string& path, const YAML::Node& node,
+                                         std::string_view key) {
+  if (!node.IsSequence()) {
+    return node_error(path, node, fmt::format("'{}' must be a list of group sizes", key));
+  }
+  std::vector<int32_t> groups;
+  for (const YAML::Node& item : node) {
+    Expected<double> value = as_number(path, item, key);
+    if (!value) return value.error();
+    if (*value != std::floor(*value) || *value < -1 || *value > 1e9 || *value == 0) {
+      return node_error(
+          path, item, fmt::format("'{}' holds {}, expected a group size >= 1 or -1", key, *value));
+    }
+    groups.push_back(static_cast<int32_t>(*value));
+  }
+  return groups;
+}
+
+std::string resolve(const std::string& base_file, const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.is_absolute()) return path;
+  return (std::filesystem::path(base_file).parent_path() / p).string();
+}
+
+// Tokenizer for constraint text.
+struct Cursor {
+  std::string_view text;
+  size_t pos = 0;
+  void skip() {
+    while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos])) != 0) ++pos;
+  }
+  bool done() {
+    skip();
+    return pos >= text.size();
+  }
+  char peek() {
+    skip();
+    return pos < text.size() ? text[pos] : '\0';
+  }
+};
+
+bool read_number(Cursor& cursor, double& value) {
+  cursor.skip();
+  const char* begin = cursor.text.data() + cursor.pos;
+  const char* end = cursor.text.data() + cursor.text.size();
+  if (begin == end || !(std::isdigit(static_cast<unsigned char>(*begin)) != 0 || *begin == '.')) {
+    return false;
+  }
+  const std::string copy(begin, end);
+  char* stop = nullptr;
+  value = std::strtod(copy.c_str(), &stop);
+  cursor.pos += static_cast<size_t>(stop - copy.c_str());
+  return stop != copy.c_str();
+}
+
+// Parses one side: adds sign * terms into coefficients and constant.
+Status parse_side(Cursor& cursor, double sign, size_t dims, std::vector<double>& coefficients,
+                  double& constant, std::string_view text) {
+  bool first = true;
+  while (true) {
+    double term_sign = sign;
+    char c = cursor.peek();
+    if (c == '+' || c == '-') {
+      if (c == '-') term_sign = -sign;
+      ++cursor.pos;
+    } else if (!first) {
+      return Status::ok();
+    }
+    first = false;
+    double factor = 1.0;
+    const bool has_number = read_number(cursor, factor);
+    if (cursor.peek() == '*') ++cursor.pos;
+    cursor.skip();
+    size_t start = cursor.pos;
+    while (cursor.pos < cursor.text.size() &&
+           (std::isalnum(static_cast<unsigned char>(cursor.text[cursor.pos])) != 0 ||
+            cursor.text[cursor.pos] == '_')) {
+      ++cursor.pos;
+    }
+    std::string name(cursor.text.substr(start, cursor.pos - start));
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (name.empty()) {
+      if (!has_number) {
+        return Error::make(ErrorKind::kConfig, "constraint '{}': expected a term at column {}",
+                           text, start + 1);
+      }
+      constant += term_sign * factor;
+      continue;
+    }
+    if (name == "sum") {
+      for (double& coefficient : coefficients) coefficient += term_sign * factor;
+      continue;
+    }
+    size_t digits = name.rfind("bw", 0) == 0 ? 2 : (name[0] == 'b' ? 1 : 0);
+    size_t dim = 0;
+    const char* begin = name.data() + digits;
+    const char* end = name.data() + name.size();
+    const auto [ptr, ec] = std::from_chars(begin, end, dim);
+    if (digits == 0 || begin == end || ec != std::errc() || ptr != end) {
+      return Error::make(ErrorKind::kConfig,
+                         "constraint '{}': unknown term '{}' (expected B0..B{}, sum or a number)",
+                         text, name, dims - 1);
+    }
+    if (dim >= dims) {
+      return Error::make(ErrorKind::kConfig,
+                         "constraint '{}': B{} but the network has {} dimensions (B0..B{})", text,
+                         dim, dims, dims - 1);
+    }
+    coefficients[dim] += term_sign * factor;
+  }
+}
+
+}  // namespace
+
+Expected<LinearConstraint> parse_constraint(std::string_view text, size_t dims) {
+  LinearConstraint constraint;
+  constraint.text = std::string(text);
+  constraint.coefficients.assign(dims, 0.0);
+  Cursor cursor{text};
+  double constant = 0;
+  if (Status s = parse_side(cursor, 1.0, dims, constraint.coefficients, constant, text); !s) {
+    return s.error();
+  }
+  cursor.skip();
+  const std::string_view rest = text.substr(cursor.pos);
+  size_t width = 0;
+  if (rest.rfind("<=", 0) == 0) {
+    constraint.relation = Relation::kLessEqual;
+    width = 2;
+  } else if (rest.rfind(">=", 0) == 0) {
+    constraint.relation = Relation::kGreaterEqual;
+    width = 2;
+  } else if (rest.rfind("==", 0) == 0) {
+    constraint.relation = Relation::kEqual;
+    width = 2;
+  } else if (rest.rfind('=', 0) == 0) {
+    constraint.relation = Relation::kEqual;
+    width = 1;
+  } else {
+    return Error::make(ErrorKind::kConfig, "constraint '{}': expected <=, >= or = at column {}",
+                       text, cursor.pos + 1);
+  }
+  cursor.pos += width;
+  if (Status s = parse_side(cursor, -1.0, dims, constraint.coefficients, constant, text); !s) {
+    return s.error();
+  }
+  if (!cursor.done()) {
+    return Error::make(ErrorKind::kConfig,
+                       "constraint '{}': unexpected '{}' at column {} (one relation per "
+                       "constraint; write a chain as two constraints)",
+                       text, text.substr(cursor.pos), cursor.pos + 1);
+  }
+  constraint.rhs = -constant;
+  bool any = false;
+  for (double c : constraint.coefficients) any = any || c != 0;
+  if (!any) {
+    return Error::make(ErrorKind::kConfig, "constraint '{}' does not involve any bandwidth", text);
+  }
+  return constraint;
+}
+
+Expected<std::vector<Dimension>> load_libra_network(const std::string& path) {
+  Expected<YAML::Node> root = read_yaml(path);
+  if (!root) return root.error();
+  if (!root->IsMap()) return Error::make(ErrorKind::kConfig, "{}: expected a YAML mapping", path);
+  const YAML::Node topology = (*root)["Topology"];
+  const YAML::Node npus = (*root)["NpusCount"];
+  const YAML::Node cost = (*root)["CostDimension"];
+  if (!topology || !topology.IsSequence()) {
+    return Error::make(ErrorKind::kConfig, "{}: missing 'Topology' list", path);
+  }
+  if (!npus || !npus.IsSequence() || npus.size() != topology.size()) {
+    return Error::make(ErrorKind::kConfig, "{}: 'NpusCount' must list {} sizes, one per dimension",
+                       path, topology.size());
+  }
+  if (cost && (!cost.IsSequence() || cost.size() != topology.size())) {
+    return node_error(path, cost,
+                      fmt::format("'CostDimension' must list {} names", topology.size()));
+  }
+  std::vector<Dimension> dims;
+  for (size_t i = 0; i < topology.size(); ++i) {
+    Dimension dim;
+    if (!topology[i].IsScalar()) return node_error(path, topology[i], "topology must be a name");
+    Expected<TopologyKind> kind = parse_topology(topology[i].Scalar());
+    if (!kind) return kind.error().with_context(fmt::format("{}:{}", path, line_of(topology[i])));
+    dim.kind = *kind;
+    Expected<double> size = as_number(path, npus[i], "NpusCount");
+    if (!size) return size.error();
+    if (*size < 2 || *size != std::floor(*size) || *size > 1e9) {
+      return node_error(path, npus[i],
+                        fmt::format("dimension {} size {} (expected >= 2)", i, *size));
+    }
+    dim.size = static_cast<uint32_t>(*size);
+    if (cost) dim.cost_dimension = cost[i].Scalar();
+    dims.push_back(dim);
+  }
+  return dims;
+}
+
+Expected<std::vector<Layer>> load_libra_workload(const std::string& path) {
+  Expected<std::string> text = read_text(path);
+  if (!text) return text.error();
+  std::vector<Layer> layers;
+  std::istringstream lines(*text);
+  std::string line;
+  size_t number = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    std::istringstream fields_in(line);
+    std::vector<std::string> fields;
+    for (std::string field; fields_in >> field;) fields.push_back(field);
+    if (fields.empty()) continue;
+    if (fields.size() != 12) {
+      return Error::make(ErrorKind::kParse,
+                         "{}:{}: {} fields, expected 12 (name, -1, then compute ns, collective, "
+                         "bytes for forward, input gradient and weight gradient, then update time)",
+                         path, number, fields.size());
+    }
+    Layer layer;
+    layer.name = fields[0];
+    for (size_t phase = 0; phase < 3; ++phase) {
+      const size_t base = 2 + 3 * phase;
+      Phase& p = layer.phases[phase];
+      for (size_t k : {base, base + 2}) {
+        char* end = nullptr;
+        const double value = std::strtod(fields[k].c_str(), &end);
+        if (*end != '\0' || !std::isfinite(value) || value < 0) {
+          return Error::make(ErrorKind::kParse, "{}:{}: field {} is '{}', expected a number >= 0",
+                             path, number, k + 1, fields[k]);
+        }
+        (k == base ? p.compute_ns : p.bytes) = value;
+      }
+      Expected<CollectiveKind> kind = parse_collective(fields[base + 1]);
+      if (!kind) return kind.error().with_context(fmt::format("{}:{}", path, number));
+      p.collective = *kind;
+    }
+    layers.push_back(std::move(layer));
+  }
+  if (layers.empty()) return Error::make(ErrorKind::kParse, "{}: no layers", path);
+  return layers;
+}
+
+Expected<std::array<std::vector<int32_t>, 3>> load_libra_communicator(const std::string& path) {
+  Expected<YAML::Node> root = read_yaml(path);
+  if (!root) return root.error();
+  if (!root->IsMap()) return Error::make(ErrorKind::kConfig, "{}: expected a YAML mapping", path);
+  std::array<std::vector<int32_t>, 3> groups;
+  static constexpr const char* kKeys[] = {"Forward", "InputGrad", "WeightGrad"};
+  for (size_t phase = 0; phase < 3; ++phase) {
+    const YAML::Node node = (*root)[kKeys[phase]];
+    if (!node) return Error::make(ErrorKind::kConfig, "{}: missing '{}'", path, kKeys[phase]);
+    Expected<std::vector<int32_t>> list = as_groups(path, node, kKeys[phase]);
+    if (!list) return list.error();
+    groups[phase] = std::move(*list);
+  }
+  return groups;
+}
+
+Expected<std::vector<std::pair<std::string, UnitCosts>>> load_libra_cost_model(
+    const std::string& path) {
+  Expected<YAML::Node> root = read_yaml(path);
+  if (!root) return root.error();
+  if (!root->IsMap()) return Error::make(ErrorKind::kConfig, "{}: expected a YAML mapping", path);
+  std::vector<std::pair<std::string, UnitCosts>> model;
+  for (const auto& entry : *root) {
+    const std::string name = entry.first.Scalar();
+    if (!entry.second.IsMap()) {
+      return node_error(path, entry.second,
+                        fmt::format("cost dimension '{}' must map Link/Switch/Nic to costs", name));
+    }
+    UnitCosts unit;
+    for (const auto& item : entry.second) {
+      const std::string key = item.first.Scalar();
+      Expected<double> value = as_number(path, item.second, key);
+      if (!value) return value.error();
+      if (!(*value > 0)) {
+        return node_error(path, item.second,
+                          fmt::format("'{}' cost {} (expected > 0)", key, *value));
+      }
+      if (key == "Link") {
+        unit.link = *value;
+      } else if (key == "Switch") {
+        unit.switch_ = *value;
+      } else if (key == "Nic") {
+        unit.nic = *value;
+      } else {
+        return node_error(
+            path, item.first,
+            fmt::format("unknown cost element '{}' (expected Link, Switch, Nic)", key));
+      }
+    }
+    model.emplace_back(name, unit);
+  }
+  return model;
+}
+
+void apply_communicator(const std::array<std::vector<int32_t>, 3>& groups,
+                        std::vector<Layer>& layers) {
+  for (Layer& layer : layers) {
+    for (size_t phase = 0; phase < 3; ++phase) {
+      if (layer.phases[phase].groups.empty()) layer.phases[phase].groups = groups[phase];
+    }
+  }
+}
+
+Expected<Problem> load_problem(const std::string& path) {
+  Expected<YAML::Node> loaded = read_yaml(path);
+  if (!loaded) return loaded.error();
+  const YAML::Node root = *loaded;
+  if (!root.IsMap()) return Error::make(ErrorKind::kConfig, "{}: expected a mapping", path);
+  for (const auto& entry : root) {
+    static const std::vector<std::string> kKnown = {"network",    "workload",    "communicator",
+                                                    "cost_model", "constraints", "objective",
+                                                    "budget",     "baseline",    "name"};
+    const std::string key = entry.first.Scalar();
+    if (std::find(kKnown.begin(), kKnown.end(), key) == kKnown.end()) {
+      return node_error(path, entry.first,
+                        fmt::format("unknown key '{}' (expected network, workload, communicator, "
+                                    "cost_model, constraints, objective, budget, baseline, name)",
+                                    key));
+    }
+  }
+  Problem problem;
+  if (root["name"]) problem.workload_name = root["name"].Scalar();
+
+  const YAML::Node network = root["network"];
+  if (!network) return Error::make(ErrorKind::kConfig, "{}: missing 'network'", path);
+  if (network.IsScalar()) {
+    Expected<std::vector<Dimension>> dims = load_libra_network(resolve(path, network.Scalar()));
+    if (!dims) return dims.error();
+    problem.dimensions = std::move(*dims);
+  } else if (network.IsSequence()) {
+    for (const YAML::Node& item : network) {
+      if (!item.IsMap() || !item["topology"] || !item["size"]) {
+        return node_error(path, item, "a dimension needs 'topology' and 'size'");
+      }
+      Dimension dim;
+      Expected<TopologyKind> kind = parse_topology(item["topology"].Scalar());
+      if (!kind) return kind.error().with_context(fmt::format("{}:{}", path, line_of(item)));
+      dim.kind = *kind;
+      Expected<double> size = as_number(path, item["size"], "size");
+      if (!size) return size.error();
+      if (*size < 2 || *size != std::floor(*size) || *size > 1e9) {
+        return node_error(path, item["size"], fmt::format("size {} (expected >= 2)", *size));
+      }
+      dim.size = static_cast<uint32_t>(*size);
+      if (item["cost_dimension"]) dim.cost_dimension = item["cost_dimension"].Scalar();
+      problem.dimensions.push_back(dim);
+    }
+  } else {
+    return node_error(path, network, "'network' must be a file name or a list of dimensions");
+  }
+  const size_t dims = problem.dimensions.size();
+
+  const YAML::Node workload = root["workload"];
+  if (!workload) return Error::make(ErrorKind::kConfig, "{}: missing 'workload'", path);
+  if (workload.IsScalar()) {
+    const std::string file = resolve(path, workload.Scalar());
+    Expected<std::vector<Layer>> layers = load_libra_workload(file);
+    if (!layers) return layers.error();
+    problem.layers = std::move(*layers);
+    if (problem.workload_name.empty()) {
+      problem.workload_name = std::filesystem::path(file).stem().string();
+    }
+  } else if (workload.IsSequence()) {
+    static constexpr const char* kPhases[] = {"forward", "input_grad", "weight_grad"};
+    for (const YAML::Node& item : workload) {
+      if (!item.IsMap()) return node_error(path, item, "a layer must be a mapping");
+      Layer layer;
+      layer.name =
+          item["name"] ? item["name"].Scalar() : fmt::format("layer{}", problem.layers.size());
+      for (size_t phase = 0; phase < 3; ++phase) {
+        const YAML::Node node = item[kPhases[phase]];
+        if (!node) continue;
+        if (!node.IsMap()) {
+          return node_error(path, node, fmt::format("'{}' must be a mapping", kPhases[phase]));
+        }
+        Phase& p = layer.phases[phase];
+        if (node["compute_ns"]) {
+          Expected<double> v = as_number(path, node["compute_ns"], "compute_ns");
+          if (!v) return v.error();
+          p.compute_ns = *v;
+        }
+        if (node["collective"]) {
+          Expected<CollectiveKind> kind = parse_collective(node["collective"].Scalar());
+          if (!kind) {
+            return kind.error().with_context(
+                fmt::format("{}:{}", path, line_of(node["collective"])));
+          }
+          p.collective = *kind;
+        }
+        if (node["bytes"]) {
+          Expected<double> v = as_number(path, node["bytes"], "bytes");
+          if (!v) return v.error();
+          p.bytes = *v;
+        }
+        if (node["groups"]) {
+          Expected<std::vector<int32_t>> g = as_groups(path, node["groups"], "groups");
+          if (!g) return g.error();
+          if (g->size() != dims) {
+            return node_error(path, node["groups"],
+                              fmt::format("{} group sizes for {} dimensions", g->size(), dims));
+          }
+          p.groups = std::move(*g);
+        }
+      }
+      problem.layers.push_back(std::move(layer));
+    }
+  } else {
+    return node_error(path, workload, "'workload' must be a file name or a list of layers");
+  }
+
+  if (const YAML::Node communicator = root["communicator"]) {
+    std::array<std::vector<int32_t>, 3> groups;
+    if (communicator.IsScalar()) {
+      Expected<std::array<std::vector<int32_t>, 3>> g =
+          load_libra_communicator(resolve(path, communicator.Scalar()));
+      if (!g) return g.error();
+      groups = std::move(*g);
+    } else if (communicator.IsMap()) {
+      static constexpr const char* kPhases[] = {"forward", "input_grad", "weight_grad"};
+      for (size_t phase = 0; phase < 3; ++phase) {
+        if (!communicator[kPhases[phase]]) continue;
+        Expected<std::vector<int32_t>> g =
+            as_groups(path, communicator[kPhases[phase]], kPhases[phase]);
+        if (!g) return g.error();
+        groups[phase] = std::move(*g);
+      }
+    } else {
+      return node_error(path, communicator, "'communicator' must be a file name or a mapping");
+    }
+    for (const auto& g : groups) {
+      if (!g.empty() && g.size() != dims) {
+        return node_error(
+            path, communicator,
+            fmt::format("communicator has {} group sizes for {} dimensions", g.size(), dims));
+      }
+    }
+    apply_communicator(groups, problem.layers);
+  }
+
+  if (const YAML::Node cost = root["cost_model"]) {
+    if (cost.IsScalar()) {
+      auto model = load_libra_cost_model(resolve(path, cost.Scalar()));
+      if (!model) return model.error();
+      problem.cost_model = std::move(*model);
+    } else if (cost.IsMap()) {
+      for (const auto& entry : cost) {
+        UnitCosts unit;
+        for (const auto& item : entry.second) {
+          const std::string key = item.first.Scalar();
+          Expected<double> value = as_number(path, item.second, key);
+          if (!value) return value.error();
+          if (key == "Link") {
+            unit.link = *value;
+          } else if (key == "Switch") {
+            unit.switch_ = *value;
+          } else if (key == "Nic") {
+            unit.nic = *value;
+          } else {
+            return node_error(path, item.first, fmt::format("unknown cost element '{}'", key));
+          }
+        }
+        problem.cost_model.emplace_back(entry.first.Scalar(), unit);
+      }
+    } else {
+      return node_error(path, cost, "'cost_model' must be a file name or a mapping");
+    }
+  }
+
+  if (const YAML::Node constraints = root["constraints"]) {
+    if (!constraints.IsSequence()) {
+      return node_error(path, constraints, "'constraints' must be a list of strings");
+    }
+    for (const YAML::Node& item : constraints) {
+      Expected<LinearConstraint> c = parse_constraint(item.Scalar(), dims);
+      if (!c) return c.error().with_context(fmt::format("{}:{}", path, line_of(item)));
+      problem.constraints.push_back(std::move(*c));
+    }
+  }
+  if (const YAML::Node objective = root["objective"]) {
+    Expected<Objective> o = parse_objective(objective.Scalar());
+    if (!o) return o.error().with_context(fmt::format("{}:{}", path, line_of(objective)));
+    problem.objective = *o;
+  }
+  if (const YAML::Node budget = root["budget"]) {
+    Expected<double> b = as_number(path, budget, "budget");
+    if (!b) return b.error();
+    problem.budget = *b;
+  }
+  if (const YAML::Node baseline = root["baseline"]) {
+    if (!baseline.IsSequence() || baseline.size() != dims) {
+      return node_error(path, baseline, fmt::format("'baseline' must list {} bandwidths", dims));
+    }
+    for (const YAML::Node& item : baseline) {
+      Expected<double> b = as_number(path, item, "baseline");
+      if (!b) return b.error();
+      problem.baseline.push_back(*b);
+    }
+  }
+  return problem;
+}
+
+}  // namespace orrery::design
