@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   orrery::cli::add_convert_command(app, exit_code);
   orrery::cli::add_report_command(app, exit_code);
   orrery::cli::add_topo_command(app, exit_code);
+  orrery::cli::add_libra_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,246 @@
+// `orrery libra`: the optimal bandwidth of each network dimension (LIBRA).
+//
+//   orrery libra [PROBLEM.yml|.json] [--network 3d_network.yml --workload GPT_3.txt
+//                --communicator GPT_3_3d.yml --cost-model 3d_cost_model.yml]
+//                [--constraint "sum = 500"]... [--objective PerfOpt|PerfPerCost|PerfOptBudget]
+//                [--budget $] [--given 100,200,200] [--output result.json]
+//                [--pareto frontier.svg] [--pareto-points N] [--simulate DIR]
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "design/libra_input.h"
+#include "design/libra_report.h"
+#include "design/libra_simulation.h"
+#include "design/libra_solver.h"
+
+namespace orrery::cli {
+
+namespace {
+
+struct LibraOptions {
+  std::string problem;
+  std::string network;
+  std::string workload;
+  std::string communicator;
+  std::string cost_model;
+  std::vector<std::string> constraints;
+  std::string objective;
+  double budget = 0;
+  std::vector<double> given;
+  std::string output;
+  std::string pareto;
+  int pareto_points = 16;
+  std::string simulate;
+};
+
+Status write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", path);
+  out << text;
+  out.close();
+  if (!out) return Error::make(ErrorKind::kIo, "{}: write failed", path);
+  return Status::ok();
+}
+
+Expected<design::Problem> assemble(const LibraOptions& options) {
+  design::Problem problem;
+  if (!options.problem.empty()) {
+    Expected<design::Problem> loaded = design::load_problem(options.problem);
+    if (!loaded) return loaded.error();
+    problem = std::move(*loaded);
+  }
+  if (!options.network.empty()) {
+    auto dims = design::load_libra_network(options.network);
+    if (!dims) return dims.error();
+    problem.dimensions = std::move(*dims);
+  }
+  if (!options.workload.empty()) {
+    auto layers = design::load_libra_workload(options.workload);
+    if (!layers) return layers.error();
+    problem.layers = std::move(*layers);
+    const size_t slash = options.workload.find_last_of('/');
+    std::string name = options.workload.substr(slash == std::string::npos ? 0 : slash + 1);
+    problem.workload_name = name.substr(0, name.find_last_of('.'));
+  }
+  if (!options.communicator.empty()) {
+    auto groups = design::load_libra_communicator(options.communicator);
+    if (!groups) return groups.error();
+    for (const auto& g : *groups) {
+      if (g.size() != problem.dimensions.size()) {
+        return Error::make(ErrorKind::kConfig,
+                           "{}: {} group sizes per phase for a {}-dimensional network",
+                           options.communicator, g.size(), problem.dimensions.size());
+      }
+    }
+    for (design::Layer& layer : problem.layers) {
+      for (design::Phase& phase : layer.phases) phase.groups.clear();
+    }
+    design::apply_communicator(*groups, problem.layers);
+  }
+  if (!options.cost_model.empty()) {
+    auto cost = design::load_libra_cost_model(options.cost_model);
+    if (!cost) return cost.error();
+    problem.cost_model = std::move(*cost);
+  }
+  if (problem.dimensions.empty()) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "no network: give a problem file or --network (LIBRA's network YAML)");
+  }
+  if (problem.layers.empty()) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "no workload: give a problem file or --workload (LIBRA's workload text)");
+  }
+  if (!options.constraints.empty()) {
+    problem.constraints.clear();
+    for (const std::string& text : options.constraints) {
+      auto c = design::parse_constraint(text, problem.dimensions.size());
+      if (!c) return c.error().with_context("--constraint");
+      problem.constraints.push_back(std::move(*c));
+    }
+  }
+  if (!options.objective.empty()) {
+    auto objective = design::parse_objective(options.objective);
+    if (!objective) return objective.error().with_context("--objective");
+    problem.objective = *objective;
+  }
+  if (options.budget > 0) {
+    problem.budget = options.budget;
+    if (options.objective.empty()) problem.objective = design::Objective::kPerfOptBudget;
+  }
+  if (!options.given.empty()) problem.baseline = options.given;
+  return problem;
+}
+
+int run_libra(const LibraOptions& options) {
+  Expected<design::Problem> problem = assemble(options);
+  if (!problem) return report_error(problem.error());
+  Expected<design::TrafficModel> model = design::build_traffic_model(*problem);
+  if (!model) return report_error(model.error());
+  Expected<design::Solution> solution = design::solve(*problem);
+  if (!solution) return report_error(solution.error());
+  fmt::print("{}", design::format_libra_table(*problem, *model, *solution));
+
+  nlohmann::json simulated;
+  if (!options.simulate.empty()) {
+    // The same allocations in the simulator: the model's ranking must hold there too.
+    Expected<design::LibraTraces> traces = design::write_libra_traces(*problem, options.simulate);
+    if (!traces) return report_error(traces.error().with_context("--simulate"));
+    std::vector<std::pair<std::string, const design::Allocation*>> runs;
+    if (solution->has_equal) runs.emplace_back("equal", &solution->equal);
+    if (solution->has_baseline) runs.emplace_back("given", &solution->baseline);
+    runs.emplace_back("optimum", &solution->optimum);
+    double optimum_ns = 0;
+    std::vector<std::pair<std::string, double>> times;
+    for (const auto& [name, allocation] : runs) {
+      Expected<double> ns = design::simulate_allocation(*problem, *traces, allocation->bandwidth,
+                                                        options.simulate + "/" + name + ".yml");
+      if (!ns) return report_error(ns.error().with_context("--simulate"));
+      times.emplace_back(name, *ns);
+      if (name == "optimum") optimum_ns = *ns;
+    }
+    for (const auto& [name, ns] : times) {
+      const design::Allocation& allocation =
+          name == "equal" ? solution->equal
+                          : (name == "given" ? solution->baseline : solution->optimum);
+      fmt::print("simulated    {:<8} {:.4f} ms (model {:.4f} ms), optimum {:.4f}x faster\n", name,
+                 ns / 1e6, allocation.time_ns / 1e6, ns / optimum_ns);
+      simulated[name] = {{"simulated_ns", ns}, {"model_ns", allocation.time_ns}};
+    }
+    fmt::print("simulated    {} ranks, traces in {}\n", traces->ranks, options.simulate);
+  }
+
+  std::vector<design::FrontierPoint> frontier = solution->frontier;
+  if (!options.pareto.empty()) {
+    if (frontier.empty() || static_cast<int>(frontier.size()) != options.pareto_points) {
+      Expected<std::vector<design::FrontierPoint>> swept =
+          design::sweep_frontier(*problem, options.pareto_points);
+      if (!swept) return report_error(swept.error().with_context("--pareto"));
+      frontier = std::move(*swept);
+    }
+    if (Status s = write_file(options.pareto, design::frontier_svg(*problem, *solution, frontier));
+        !s) {
+      return report_error(s.error());
+    }
+    fmt::print("wrote {} ({} budgets)\n", options.pareto, frontier.size());
+  }
+  if (!options.output.empty()) {
+    nlohmann::json json = design::libra_json(*problem, *model, *solution);
+    if (!simulated.is_null()) json["simulated"] = simulated;
+    if (!frontier.empty()) {
+      nlohmann::json points = nlohmann::json::array();
+      for (const design::FrontierPoint& p : frontier) {
+        points.push_back({{"budget", p.budget},
+                          {"cost", p.allocation.cost},
+                          {"time_ns", p.allocation.time_ns},
+                          {"bandwidth_gbps", p.allocation.bandwidth}});
+      }
+      json["frontier"] = points;
+    }
+    if (Status s = write_file(options.output, json.dump(2) + "\n"); !s) {
+      return report_error(s.error());
+    }
+    fmt::print("wrote {}\n", options.output);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_libra_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<LibraOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "libra",
+      "Find the bandwidth of each network dimension that minimises the iteration time of a\n"
+      "workload (LIBRA), under linear constraints on the bandwidths, optionally within a cost\n"
+      "budget or minimising time x cost. Reads LIBRA's own files unchanged, or a problem file\n"
+      "(YAML/JSON). Prints a table per dimension with the speedup over the equal split and a\n"
+      "given network, and certifies the optimum (a lower bound and the gap). See\n"
+      "docs/models/libra.md\n"
+      "  e.g. orrery libra --network 3d_network.yml --workload GPT_3.txt \\\n"
+      "         --communicator GPT_3_3d.yml --cost-model 3d_cost_model.yml \\\n"
+      "         --constraint 'sum = 500' --pareto frontier.svg -o result.json");
+  cmd->add_option("problem", options->problem,
+                  "problem file (YAML or JSON): network, workload, communicator, cost_model,\n"
+                  "constraints, objective, budget, baseline; flags below override it")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--network", options->network,
+                  "LIBRA network YAML (Topology, NpusCount, CostDimension)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--workload", options->workload,
+                  "LIBRA workload text (ASTRA-sim 1.0 layer lines)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--communicator", options->communicator,
+                  "LIBRA communicator YAML (Forward, InputGrad, WeightGrad group sizes)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--cost-model", options->cost_model,
+                  "LIBRA cost model YAML ($ per GB/s for Link, Switch, Nic)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-c,--constraint", options->constraints,
+                  "linear constraint on bandwidths B0..B{D-1} in GB/s, repeatable:\n"
+                  "'sum = 500', 'B0 >= B1', 'B2 + B3 = 200', 'B0 <= 300'");
+  cmd->add_option("--objective", options->objective,
+                  "PerfOpt (default), PerfPerCost (time x cost), PerfOptBudget (with --budget)");
+  cmd->add_option("--budget", options->budget, "network cost budget in $ (implies PerfOptBudget)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--given", options->given,
+                  "a given network's bandwidths to compare with, e.g. --given 250,150,100")
+      ->delimiter(',');
+  cmd->add_option("-o,--output", options->output, "write the result as JSON");
+  cmd->add_option("--pareto", options->pareto,
+                  "write the time-versus-cost frontier over a budget sweep as SVG");
+  cmd->add_option("--pareto-points", options->pareto_points, "budgets in the sweep")
+      ->default_val(options->pareto_points)
+      ->check(CLI::Range(2, 400));
+  cmd->add_option("--simulate", options->simulate,
+                  "also run the equal split, the given network and the optimum in the simulator\n"
+                  "(traces, groups and networks written to this folder; every used dimension\n"
+                  "must be used whole)");
+  cmd->callback([options, &exit_code] { exit_code = run_libra(*options); });
+}
+
+}  // namespace orrery::cli

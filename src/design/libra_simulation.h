@@ -1,0 +1,44 @@
+// design/libra_simulation.h: checks LIBRA allocations with the simulator (`orrery run`).
+//
+// write_libra_traces turns a LIBRA problem into Chakra traces for every rank of its network: per
+// layer in forward order, then in reverse for the backward pass (input gradient, then weight
+// gradient), a COMP node (the phase's compute, rounded to whole microseconds) and the phase's
+// collective over the group of ranks that share their coordinates in the unused dimensions; each
+// node depends on the one before it (no overlap, as in LIBRA's model). Groups are written to a
+// communicator-group file. Every used dimension must be used whole (group size = dimension size)
+// so the simulator runs the collective hierarchically, one phase per dimension.
+// simulate_allocation writes an ASTRA-sim network YAML with the allocation's bandwidths and runs
+// run_simulation on the traces (analytical backend; ring on Ring and Switch dimensions, direct on
+// FullyConnected ones, localBWAware (reduce-scatter up the dimensions, all-gather back down, as
+// LIBRA counts traffic), with link bandwidths chosen so each algorithm moves B_d per NPU; no
+// endpoint delay, and a local memory so fast that reductions take no time, so only the network
+// differs between allocations).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "design/libra_model.h"
+
+namespace orrery::design {
+
+struct LibraTraces {
+  std::string prefix;       // <prefix>.<rank>.et
+  std::string comm_groups;  // communicator-group JSON
+  std::string system;       // system JSON
+  uint32_t ranks = 0;
+};
+
+// `chunks`: preferred-dataset-splits; with more chunks the dimensions of a collective work in a
+// pipeline, as LIBRA's max over dimensions assumes (one chunk runs them one after the other).
+Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::string& folder,
+                                         uint32_t chunks = 16);
+
+// The simulated iteration time (ns) at `bandwidth` (GB/s per dimension), with `latency_ns` per
+// hop in every dimension.
+Expected<double> simulate_allocation(const Problem& problem, const LibraTraces& traces,
+                                     const std::vector<double>& bandwidth,
+                                     const std::string& network_path, double latency_ns = 0);
+
+}  // namespace orrery::design
