@@ -177,7 +177,8 @@ int run_libra(const LibraOptions& options) {
         points.push_back({{"budget", p.budget},
                           {"cost", p.allocation.cost},
                           {"time_ns", p.allocation.time_ns},
-                          {"bandwidth_gbps", p.allocation.bandwidth}});
+                          {"bandwidth_gbps", p.allocation.bandwidth},
+                          {"gap", p.gap}});
       }
       json["frontier"] = points;
     }

@@ -143,12 +143,14 @@ Lp::Status optimize_linear(const Setup& setup, const std::vector<double>& cost, 
   return status;
 }
 
-// Scaled variables for NLopt: B_d = scale * y_d, t_p = unit_p * tau_p, with a_{p,d} = m_{p,d} /
-// (scale * unit_p) of order one, and objective weights c_p = count_p * unit_p / reference.
+// Scaled variables for NLopt: B_d = scale_d * y_d (scale_d: the start's bandwidth, so y starts
+// at 1 even when a budget leaves a dimension a thousandth of another's), t_p = unit_p * tau_p,
+// with a_{p,d} = m_{p,d} / (scale_d * unit_p) at most one, and objective weights
+// c_p = count_p * unit_p / reference.
 struct Scaled {
   size_t dims = 0;
   size_t collectives = 0;
-  double scale = 1;
+  std::vector<double> scale;  // by dimension
   double reference = 1;
   std::vector<double> unit;                      // by collective
   std::vector<double> weight;                    // c_p
@@ -218,20 +220,32 @@ Bound lower_bound(const Setup& setup, const Scaled& s, const std::vector<double>
   Lp lp;
   std::vector<int> y_cols, tau_cols;
   for (size_t d = 0; d < s.dims; ++d) {
-    y_cols.push_back(lp.add_column(0.0, std::isfinite(upper[d]) ? upper[d] / s.scale : kInf, 0.0));
+    y_cols.push_back(
+        lp.add_column(0.0, std::isfinite(upper[d]) ? upper[d] / s.scale[d] : kInf, 0.0));
   }
-  for (size_t p = 0; p < s.collectives; ++p)
+  for (size_t p = 0; p < s.collectives; ++p) {
     tau_cols.push_back(lp.add_column(0.0, kInf, s.weight[p]));
+  }
   Setup scaled_setup = setup;
   for (LinearConstraint& row : scaled_setup.constraints) {
-    for (double& c : row.coefficients) c *= s.scale;
+    for (size_t d = 0; d < s.dims; ++d) row.coefficients[d] *= s.scale[d];
   }
   add_constraints(lp, scaled_setup, y_cols);
   Bound bound;
-  auto add_cuts = [&](const std::vector<double>& y) {
+  // Where to cut a dimension the LP left without bandwidth: halfway down from the last such point
+  // (any tangent is valid; a cut at y = 0 is not defined).
+  std::vector<double> probe(s.dims, 1.0);
+  auto add_cuts = [&](std::vector<double> y) {
+    for (size_t d = 0; d < s.dims; ++d) {
+      if (y[d] > 1e-9 * probe[d]) {
+        probe[d] = std::min(probe[d], y[d]);
+      } else {
+        probe[d] *= 0.5;
+        y[d] = probe[d];
+      }
+    }
     for (size_t i = 0; i < s.pairs.size(); ++i) {
       const auto [p, d] = s.pairs[i];
-      if (!(y[d] > 0)) continue;
       // a / y >= a / yh * (2 - y / yh): the tangent at yh.
       lp.add_row({{tau_cols[p], 1.0}, {y_cols[d], s.a[i] / (y[d] * y[d])}}, Relation::kGreaterEqual,
                  2.0 * s.a[i] / y[d]);
@@ -240,24 +254,28 @@ Bound lower_bound(const Setup& setup, const Scaled& s, const std::vector<double>
   };
   for (const std::vector<double>& bw : points) {
     std::vector<double> y(s.dims);
-    for (size_t d = 0; d < s.dims; ++d) y[d] = bw[d] / s.scale;
+    for (size_t d = 0; d < s.dims; ++d) y[d] = bw[d] / s.scale[d];
     add_cuts(y);
   }
   for (int round = 0; round < rounds; ++round) {
-    if (lp.solve(false) != Lp::Status::kOptimal) break;
+    const Lp::Status st = lp.solve(false);
+    if (st != Lp::Status::kOptimal) break;
     const double lower = model.compute_ns + lp.value() * s.reference;
     bound.lower = std::max(bound.lower, lower);
     std::vector<double> y(s.dims), bw(s.dims);
     for (size_t d = 0; d < s.dims; ++d) {
       y[d] = std::max(0.0, lp.column(y_cols[d]));
-      bw[d] = y[d] * s.scale;
+      bw[d] = y[d] * s.scale[d];
     }
     const double time = iteration_time_ns(model, bw);
     if (time < bound.best_time) {
       bound.best_time = time;
       bound.best_bw = bw;
     }
-    if (bound.best_time - bound.lower <= 1e-12 * bound.best_time) break;
+    if (std::isfinite(bound.best_time) &&
+        bound.best_time - bound.lower <= 1e-12 * bound.best_time) {
+      break;
+    }
     add_cuts(y);
   }
   return bound;
@@ -331,23 +349,28 @@ Expected<Solved> solve_perf(const Setup& setup, const SolverOptions& options) {
   double sum = 0;
   int counted = 0;
   for (size_t dim = 0; dim < dims; ++dim) {
-    if (setup.carries[dim]) {
+    if (start.bw[dim] > 0) {
       sum += start.bw[dim];
       ++counted;
     }
   }
-  s.scale = counted > 0 && sum > 0 ? sum / counted : 1.0;
+  const double mean = counted > 0 ? sum / counted : 1.0;
+  for (size_t dim = 0; dim < dims; ++dim) {
+    s.scale.push_back(start.bw[dim] > 1e-9 * mean ? start.bw[dim] : mean);
+  }
   s.reference = 0;
   for (size_t p = 0; p < s.collectives; ++p) {
     const CollectiveTraffic& collective = model.collectives[p];
     double largest = 0;
-    for (double bytes : collective.bytes_per_dim) largest = std::max(largest, bytes);
-    s.unit.push_back(largest / s.scale);
+    for (size_t dim = 0; dim < dims; ++dim) {
+      largest = std::max(largest, collective.bytes_per_dim[dim] / s.scale[dim]);
+    }
+    s.unit.push_back(largest);
     s.reference += collective.count * s.unit.back();
     for (size_t dim = 0; dim < dims; ++dim) {
       if (collective.bytes_per_dim[dim] > 0) {
         s.pairs.emplace_back(p, dim);
-        s.a.push_back(collective.bytes_per_dim[dim] / (s.scale * s.unit.back()));
+        s.a.push_back(collective.bytes_per_dim[dim] / (s.scale[dim] * s.unit.back()));
       }
     }
   }
@@ -364,9 +387,9 @@ Expected<Solved> solve_perf(const Setup& setup, const SolverOptions& options) {
   for (const LinearConstraint& constraint : setup.constraints) {
     LinearConstraint row = constraint;
     double norm = std::fabs(row.rhs);
-    for (double& c : row.coefficients) {
-      c *= s.scale;
-      norm = std::max(norm, std::fabs(c));
+    for (size_t dim = 0; dim < dims; ++dim) {
+      row.coefficients[dim] *= s.scale[dim];
+      norm = std::max(norm, std::fabs(row.coefficients[dim]));
     }
     if (norm == 0) norm = 1;
     for (double& c : row.coefficients) c /= norm;
@@ -380,8 +403,8 @@ Expected<Solved> solve_perf(const Setup& setup, const SolverOptions& options) {
   std::vector<double> lower(n, 0.0), upper_scaled(n, HUGE_VAL), x(n, 0.0);
   for (size_t dim = 0; dim < dims; ++dim) {
     lower[dim] = setup.carries[dim] ? 1e-9 : 0.0;
-    if (std::isfinite(upper[dim])) upper_scaled[dim] = upper[dim] / s.scale;
-    x[dim] = std::clamp(start.bw[dim] / s.scale, lower[dim], upper_scaled[dim]);
+    if (std::isfinite(upper[dim])) upper_scaled[dim] = upper[dim] / s.scale[dim];
+    x[dim] = std::clamp(start.bw[dim] / s.scale[dim], lower[dim], upper_scaled[dim]);
   }
   for (size_t i = 0; i < s.pairs.size(); ++i) {
     const auto [p, d] = s.pairs[i];
@@ -403,37 +426,79 @@ Expected<Solved> solve_perf(const Setup& setup, const SolverOptions& options) {
   nlopt_set_xtol_rel(opt.get(), options.tolerance);
   nlopt_set_ftol_rel(opt.get(), options.tolerance * 1e-2);
   nlopt_set_maxeval(opt.get(), options.max_evaluations);
-  double value = 0;
-  const nlopt_result code = nlopt_optimize(opt.get(), x.data(), &value);
-
-  std::vector<double> start_bw = start.bw;
-  std::vector<double> candidate(dims);
-  for (size_t dim = 0; dim < dims; ++dim) candidate[dim] = x[dim] * s.scale;
-  const double tolerance = 1e-7 * std::max(1.0, s.scale);
-  const bool nlopt_ok = code > 0 || code == NLOPT_ROUNDOFF_LIMITED || code == NLOPT_MAXEVAL_REACHED;
-
-  std::vector<std::vector<double>> points{start_bw};
-  if (nlopt_ok) points.push_back(candidate);
-  Bound bound = lower_bound(setup, s, upper, points, options.cut_rounds);
+  // SLSQP can stop early on a tiny step (its quasi-Newton model gone stale); restarting from
+  // where it stopped resets the model. Stop when a restart no longer improves the objective.
+  auto run_slsqp = [&](std::vector<double> x0) -> std::pair<bool, std::vector<double>> {
+    double value = 0;
+    nlopt_result code = nlopt_optimize(opt.get(), x0.data(), &value);
+    const auto ok = [](nlopt_result r) {
+      return r > 0 || r == NLOPT_ROUNDOFF_LIMITED || r == NLOPT_MAXEVAL_REACHED;
+    };
+    for (int restart = 0; restart < options.restarts && ok(code); ++restart) {
+      std::vector<double> again = x0;
+      double improved = 0;
+      const nlopt_result next = nlopt_optimize(opt.get(), again.data(), &improved);
+      if (!ok(next) || !(improved < value)) break;
+      const bool converged = value - improved <= 1e-13 * std::fabs(value);
+      x0 = std::move(again);
+      value = improved;
+      if (converged) break;
+    }
+    std::vector<double> bw(dims);
+    for (size_t dim = 0; dim < dims; ++dim) bw[dim] = x0[dim] * s.scale[dim];
+    return {ok(code), bw};
+  };
+  auto start_x = [&](const std::vector<double>& bw) {
+    std::vector<double> x0(n, 0.0);
+    for (size_t dim = 0; dim < dims; ++dim) {
+      x0[dim] = std::clamp(bw[dim] / s.scale[dim], lower[dim], upper_scaled[dim]);
+    }
+    for (size_t i = 0; i < s.pairs.size(); ++i) {
+      const auto [p, d] = s.pairs[i];
+      x0[dims + p] = std::max(x0[dims + p], s.a[i] / x0[d]);
+    }
+    return x0;
+  };
+  // Feasibility is judged per constraint relative to its own scale (a budget in $ and a sum in
+  // GB/s alike), on the normalised rows.
+  auto feasible = [&](const std::vector<double>& bw) {
+    std::vector<double> y(dims);
+    for (size_t dim = 0; dim < dims; ++dim) y[dim] = bw[dim] / s.scale[dim];
+    return constraint_violation(s.rows, y) <= 1e-9;
+  };
 
   Solved solved;
-  solved.evaluations = s.evaluations;
-  // The answer is the best feasible allocation seen: SLSQP's, or the cutting planes' when SLSQP
-  // failed or did worse (both satisfy the linear constraints up to `tolerance`).
   double best_time = kInf;
-  if (nlopt_ok && constraint_violation(setup.constraints, candidate) <= tolerance) {
-    solved.bw = candidate;
-    best_time = iteration_time_ns(model, candidate);
-  }
-  if (!bound.best_bw.empty() && bound.best_time < best_time &&
-      constraint_violation(setup.constraints, bound.best_bw) <= tolerance) {
-    solved.bw = bound.best_bw;
-    best_time = bound.best_time;
+  auto consider = [&](const std::vector<double>& bw) {
+    if (bw.empty() || !feasible(bw)) return;
+    const double time = iteration_time_ns(model, bw);
+    if (time < best_time) {
+      best_time = time;
+      solved.bw = bw;
+    }
+  };
+  const auto [first_ok, first] = run_slsqp(x);
+  if (first_ok) consider(first);
+  // Kelley's cutting planes: a lower bound, and a second opinion on the optimum. When the LP
+  // found a better point than SLSQP, SLSQP polishes that one.
+  std::vector<std::vector<double>> points{start.bw};
+  if (!solved.bw.empty()) points.push_back(solved.bw);
+  Bound bound = lower_bound(setup, s, upper, points, options.cut_rounds);
+  if (!bound.best_bw.empty() && bound.best_time < best_time) {
+    consider(bound.best_bw);  // kept only when feasible beyond the LP's tolerance
+    const auto [again_ok, again] = run_slsqp(start_x(bound.best_bw));
+    if (again_ok) consider(again);
   }
   if (solved.bw.empty()) {
-    return Error::make(ErrorKind::kConfig, "the optimizer found no feasible bandwidths (NLopt {})",
-                       nlopt_result_to_string(code));
+    return Error::make(ErrorKind::kConfig, "the optimizer found no feasible bandwidths");
   }
+  if (bound.lower < best_time * (1 - 1e-9)) {
+    // Cut again at the answer: at an optimum its tangents alone prove it.
+    const Bound again = lower_bound(setup, s, upper, {start.bw, solved.bw}, options.cut_rounds);
+    bound.lower = std::max(bound.lower, again.lower);
+    bound.cuts = again.cuts;
+  }
+  solved.evaluations = s.evaluations;
   solved.certificate.convex = true;
   solved.certificate.lower_bound_ns = bound.lower;
   solved.certificate.gap = (best_time - bound.lower) / best_time;
@@ -500,7 +565,7 @@ Expected<std::vector<FrontierPoint>> sweep_frontier(const Problem& problem, int 
     add_budget(limited, *model, budget);
     Expected<Solved> solved = solve_perf(limited, options);
     if (!solved) continue;  // too little budget to give every used dimension bandwidth
-    frontier.push_back({budget, evaluate(*model, solved->bw)});
+    frontier.push_back({budget, evaluate(*model, solved->bw), solved->certificate.gap});
   }
   return frontier;
 }

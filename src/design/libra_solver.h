@@ -39,6 +39,7 @@ struct Certificate {
 struct FrontierPoint {
   double budget = 0;
   Allocation allocation;
+  double gap = 0;  // the certificate's relative gap at this budget
 };
 
 struct Solution {
@@ -58,6 +59,7 @@ struct SolverOptions {
   double tolerance = 1e-10;  // relative, on the scaled variables
   int max_evaluations = 20000;
   int cut_rounds = 30;  // Kelley rounds for the lower bound
+  int restarts = 50;    // SLSQP restarts from its own answer while they improve it
 };
 
 // Solves `problem` for its objective. Errors: infeasible constraints, a dimension that carries
