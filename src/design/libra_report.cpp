@@ -83,7 +83,10 @@ std::string format_libra_table(const Problem& problem, const TrafficModel& model
         "certificate  convex; lower bound {} from {} tangent cuts (GLPK), gap {:.2e}, constraint "
         "violation {:.1e} GB/s\n",
         ms(solution.certificate.lower_bound_ns), solution.certificate.cuts,
-        solution.certificate.gap, solution.certificate.max_violation);
+        // A bound above the time by a few ulps is rounding, shown as 0; JSON keeps the raw value.
+        solution.certificate.gap > -1e-12 ? std::max(0.0, solution.certificate.gap)
+                                          : solution.certificate.gap,
+        solution.certificate.max_violation);
   } else {
     out += fmt::format(
         "certificate  none: time x cost is not convex; minimum over a 24-budget frontier refined "
