@@ -81,7 +81,7 @@ std::string format_libra_table(const Problem& problem, const TrafficModel& model
   if (solution.certificate.convex) {
     out += fmt::format(
         "certificate  convex; lower bound {} from {} tangent cuts (GLPK), gap {:.2e}, constraint "
-        "violation {:.1e} GB/s\n",
+        "violation {:.1e}\n",
         ms(solution.certificate.lower_bound_ns), solution.certificate.cuts,
         // A bound above the time by a few ulps is rounding, shown as 0; JSON keeps the raw value.
         solution.certificate.gap > -1e-12 ? std::max(0.0, solution.certificate.gap)

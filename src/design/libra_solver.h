@@ -33,7 +33,7 @@ struct Certificate {
   double lower_bound_ns = 0;  // no feasible allocation is faster than this
   double gap = 0;             // (time - lower bound) / time
   int cuts = 0;               // tangent cuts in the last LP
-  double max_violation = 0;   // largest constraint violation of the solution, GB/s
+  double max_violation = 0;   // largest constraint violation, in its own units ($ for a budget)
 };
 
 struct FrontierPoint {
