@@ -98,7 +98,8 @@ TEST(LibraCli, bad_inputs_are_one_clear_message_and_exit_1) {
                   libra_input("communicator/GPT_3_4d.yml"), "-c", "sum = 500", "--simulate",
                   scratch("partial").string()});
   EXPECT_EQ(partial.exit_code, 1);
-  EXPECT_NE(partial.err.find("group size 2 in dimension 1 of size 8"), std::string::npos)
+  EXPECT_NE(partial.err.find("layer 'Q1': group size 4 in dimension 1 of size 8"),
+            std::string::npos)
       << partial.err;
 }
 
