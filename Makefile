@@ -30,9 +30,11 @@ test: build
 bench: build
 	./scripts/run-benchmarks.sh $(BUILD)
 
-# Every test under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Every test under AddressSanitizer and UndefinedBehaviorSanitizer. -O1 -g1 (line tables) compiles
+# in about half the time of -O2 -g and keeps the CI run well inside its budget.
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
 	  -DORRERY_SANITIZE=ON -DORRERY_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
