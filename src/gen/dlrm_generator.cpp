@@ -613,25 +613,16 @@ RankProgram DlrmGenerator::build(uint32_t rank) const {
 Expected<GeneratedTraces> write_dlrm_traces(const DlrmGenerator& generator,
                                             const std::string& prefix,
                                             const RankFileOptions& options) {
-  Expected<RankFiles> files = write_rank_files(
-      generator.ranks(), prefix, options,
-      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); });
-  if (!files) return files.error();
-  GeneratedTraces traces;
-  traces.rank_files = std::move(files->paths);
-  traces.nodes = files->nodes;
-  traces.flops = files->flops;
-  traces.bytes_written = files->bytes;
-  traces.group_file = prefix + ".json";
+  // One group of every rank (the embedding all-to-alls and the dense all-reduces span all).
   std::vector<std::vector<uint32_t>> groups;
   if (generator.ranks() > 1) {
     std::vector<uint32_t> all(generator.ranks());
     for (uint32_t rank = 0; rank < generator.ranks(); ++rank) all[rank] = rank;
     groups.push_back(std::move(all));
   }
-  traces.groups = groups.size();
-  if (Status status = write_comm_groups(traces.group_file, groups); !status) return status.error();
-  return traces;
+  return write_trace_set(
+      generator.ranks(), prefix, options,
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); }, groups);
 }
 
 }  // namespace orrery::gen

@@ -290,21 +290,10 @@ RankProgram InferenceGenerator::build(uint32_t rank) const {
 Expected<GeneratedTraces> write_inference_traces(const InferenceGenerator& generator,
                                                  const std::string& prefix,
                                                  const RankFileOptions& options) {
-  Expected<RankFiles> files = write_rank_files(
+  return write_trace_set(
       generator.ranks(), prefix, options,
-      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); });
-  if (!files) return files.error();
-  GeneratedTraces traces;
-  traces.rank_files = std::move(files->paths);
-  traces.nodes = files->nodes;
-  traces.flops = files->flops;
-  traces.bytes_written = files->bytes;
-  traces.group_file = prefix + ".json";
-  traces.groups = generator.groups().size();
-  if (Status status = write_comm_groups(traces.group_file, generator.groups()); !status) {
-    return status.error();
-  }
-  return traces;
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
+      generator.groups());
 }
 
 }  // namespace orrery::gen

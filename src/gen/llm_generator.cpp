@@ -527,22 +527,12 @@ RankProgram LlmGenerator::build(uint32_t rank) const {
 
 Expected<GeneratedTraces> write_llm_traces(const LlmGenerator& generator, const std::string& prefix,
                                            const RankFileOptions& options) {
-  Expected<RankFiles> files = write_rank_files(
-      generator.ranks(), prefix, options,
-      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); });
-  if (!files) return files.error();
-  GeneratedTraces traces;
-  traces.rank_files = std::move(files->paths);
-  traces.nodes = files->nodes;
-  traces.flops = files->flops;
-  traces.bytes_written = files->bytes;
-  traces.group_file = prefix + ".json";
   std::vector<std::vector<uint32_t>> groups;
   for (uint32_t id = 1; id <= generator.groups().count(); ++id)
     groups.push_back(generator.groups().members(id));
-  traces.groups = groups.size();
-  if (Status status = write_comm_groups(traces.group_file, groups); !status) return status.error();
-  return traces;
+  return write_trace_set(
+      generator.ranks(), prefix, options,
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); }, groups);
 }
 
 }  // namespace orrery::gen

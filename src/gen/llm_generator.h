@@ -48,15 +48,6 @@ class LlmGenerator {
 };
 
 // What a generator wrote.
-struct GeneratedTraces {
-  std::vector<std::string> rank_files;
-  std::string group_file;
-  size_t groups = 0;
-  uint64_t nodes = 0;  // over all ranks
-  uint64_t flops = 0;  // num_ops over all ranks
-  uint64_t bytes_written = 0;
-};
-
 // Writes <prefix>.<rank>.et for every rank and the communicator groups to <prefix>.json.
 Expected<GeneratedTraces> write_llm_traces(const LlmGenerator& generator, const std::string& prefix,
                                            const RankFileOptions& options);

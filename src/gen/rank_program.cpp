@@ -256,4 +256,21 @@ Status write_comm_groups(const std::string& path,
   return Status::ok();
 }
 
+Expected<GeneratedTraces> write_trace_set(uint32_t ranks, const std::string& prefix,
+                                          const RankFileOptions& options,
+                                          const ProgramBuilder& build,
+                                          const std::vector<std::vector<uint32_t>>& groups) {
+  Expected<RankFiles> files = write_rank_files(ranks, prefix, options, build);
+  if (!files) return files.error();
+  GeneratedTraces traces;
+  traces.rank_files = std::move(files->paths);
+  traces.nodes = files->nodes;
+  traces.flops = files->flops;
+  traces.bytes_written = files->bytes;
+  traces.group_file = prefix + ".json";
+  traces.groups = groups.size();
+  if (Status status = write_comm_groups(traces.group_file, groups); !status) return status.error();
+  return traces;
+}
+
 }  // namespace orrery::gen

@@ -109,4 +109,21 @@ Expected<RankFiles> write_rank_files(uint32_t ranks, const std::string& prefix,
 // Writes a communicator-group file: {"1": [0, 1], "2": [2, 3], ...}, group i + 1 = groups[i].
 Status write_comm_groups(const std::string& path, const std::vector<std::vector<uint32_t>>& groups);
 
+// What a generator wrote: a whole trace set.
+struct GeneratedTraces {
+  std::vector<std::string> rank_files;
+  std::string group_file;
+  size_t groups = 0;
+  uint64_t nodes = 0;  // over all ranks
+  uint64_t flops = 0;  // num_ops over all ranks
+  uint64_t bytes_written = 0;
+};
+
+// write_rank_files() for every rank, then `groups` to <prefix>.json: what every `orrery gen`
+// generator writes.
+Expected<GeneratedTraces> write_trace_set(uint32_t ranks, const std::string& prefix,
+                                          const RankFileOptions& options,
+                                          const ProgramBuilder& build,
+                                          const std::vector<std::vector<uint32_t>>& groups);
+
 }  // namespace orrery::gen
