@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "core/event_engine.h"
+#include "core/json_config.h"
 #include "core/units.h"
 #include "network/analytical_backend.h"
 #include "network/network_backend.h"
@@ -57,30 +58,9 @@ std::string format_ns_grouped(SimTime time) {
 }
 
 std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<int>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  std::string out;
+  append_json_string(out, text);
+  return out;
 }
 
 Expected<net::Topology> load_network(const NetOptions& options) {

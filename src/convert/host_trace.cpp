@@ -45,36 +45,6 @@ bool needs_values(std::string_view name, HostOpKind kind) {
          name == "record_param_comms";
 }
 
-void append_escaped(std::string& out, std::string_view text) {
-  out += '"';
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 std::optional<double> as_number(const nlohmann::json& value) {
   if (!value.is_number()) return std::nullopt;
   return value.get<double>();
@@ -160,7 +130,7 @@ class HostReader {
   bool string(std::string& value) {
     if (!stack_.empty() && stack_.back() == Ctx::kText) {
       comma();
-      append_escaped(*text_, value);
+      append_json_string(*text_, value);
       return true;
     }
     return scalar(nlohmann::json(std::move(value)), "");
@@ -291,7 +261,7 @@ bool HostReader::key(std::string& name) {
         break;
       case Ctx::kText:
         comma();
-        append_escaped(*text_, name);
+        append_json_string(*text_, name);
         *text_ += ':';
         text_after_key_ = true;
         return true;
@@ -503,7 +473,7 @@ bool HostReader::scalar(nlohmann::json value, const std::string& text) {
     case Ctx::kText:
       comma();
       if (value.is_string()) {
-        append_escaped(*text_, value.get_ref<const std::string&>());
+        append_json_string(*text_, value.get_ref<const std::string&>());
       } else {
         *text_ += text;
       }

@@ -49,4 +49,8 @@ class JsonConfig {
 // A short rendering of a JSON value for messages ("\"two\"", "[1, 2]", "-3").
 std::string json_excerpt(const nlohmann::json& value);
 
+// Appends `text` as a JSON string literal (quoted, with ", \ and control characters escaped) to
+// `out`, without building a json value: for writers that stream JSON text.
+void append_json_string(std::string& out, std::string_view text);
+
 }  // namespace orrery
