@@ -6,13 +6,6 @@
 
 namespace orrery::net {
 
-namespace {
-// Bytes per picosecond of a bandwidth: GB/s x 2^30 bytes / 10^12 ps; nano-GB/s x 2^30 / 10^21.
-double bytes_per_ps(Bandwidth bandwidth) {
-  return static_cast<double>(bandwidth.nano_gbps()) * (1073741824.0 / 1e21);
-}
-}  // namespace
-
 std::vector<LinkStats> FabricLinks::report() const {
   std::vector<LinkStats> out;
   out.reserve(table_.size());
@@ -42,6 +35,19 @@ SimTime path_delay(const Fabric& fabric, const Path& path, uint64_t bytes) {
 // ---------------------------------------------------------------------------------------------
 // FlowBackend
 
+namespace {
+// Rates are integers in units of 2^-12 x 10^-9 GB/s: exact sums, and fine enough (2.6e-4 bytes/s)
+// for a million flows sharing a link. Bandwidths up to 2^50 x 10^-9 GB/s (about 1.1 PB/s) fit
+// int64 with room for sums.
+constexpr int kRateShift = 12;
+constexpr uint64_t kMaxNanoGbps = uint64_t{1} << 50;
+constexpr double kBytesPerPsPerUnit = 1073741824.0 / 1e21 / 4096.0;
+
+int64_t rate_units(Bandwidth bandwidth) {
+  return static_cast<int64_t>(std::min(bandwidth.nano_gbps(), kMaxNanoGbps) << kRateShift);
+}
+}  // namespace
+
 FlowBackend::FlowBackend(EventEngine& engine, std::shared_ptr<const Fabric> fabric,
                          Topology logical)
     : engine_(engine),
@@ -68,6 +74,7 @@ uint32_t FlowBackend::take_flow() {
   }
   Flow& flow = flows_[index];
   flow.slots.clear();  // keeps its capacity
+  flow.where.clear();
   flow.rate = 0;
   flow.frozen = false;
   ++in_flight_;
@@ -78,7 +85,7 @@ void FlowBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   assert(listener_ != nullptr && "flow backend: send before set_listener");
   assert(src < fabric_->npu_count() && dst < fabric_->npu_count());
   path_.clear();
-  if (src != dst) fabric_->route(src, dst, sequence_++, path_);
+  if (src != dst) fabric_->route(src, dst, labels_.next(src, dst), path_);
   start(take_flow(), path_, bytes, token);
 }
 
@@ -94,31 +101,38 @@ void FlowBackend::start(uint32_t index, const Path& path, uint64_t bytes, uint64
   flow.token = token;
   flow.bytes = bytes;
   flow.remaining = static_cast<double>(bytes);
+  flow.since_ps = engine_.now().ps();
   flow.latency = SimTime::zero();
+  const bool transmits = bytes > 0 && !path.empty();
   for (LinkId link : path) {
     const uint32_t slot = links_.slot(link);
     if (slot == slot_state_.size()) {
       slot_state_.emplace_back();
-      slot_state_.back().capacity = bytes_per_ps(fabric_->link_bandwidth(link));
+      slot_state_.back().capacity = rate_units(fabric_->link_bandwidth(link));
     }
     flow.latency += fabric_->link_latency(link);
     LinkCounters& counters = links_.counters(slot);
     counters.bytes += bytes;
     counters.busy += fabric_->link_bandwidth(link).serialization_time(bytes);
     ++counters.messages;
-    if (bytes > 0) {
+    if (transmits) {
       ++counters.present;
       counters.peak = std::max(counters.peak, counters.present);
+      SlotState& state = slot_state_[slot];
+      flow.where.push_back(static_cast<uint32_t>(state.flows.size()));
+      state.flows.push_back(index);
     }
     flow.slots.push_back(slot);
   }
-  if (bytes == 0 || path.empty()) {
+  if (!transmits) {
     // Nothing to share: delivered after the latency of its path (now, for a message to oneself).
     (void)engine_.schedule_after(flow.latency, id_, kDeliver, index);
     return;
   }
   flow.active_index = static_cast<uint32_t>(active_.size());
   active_.push_back(index);
+  arrived_.push_back(index);
+  for (uint32_t slot : flow.slots) seeds_.push_back(slot);
   dirty_ = true;
   if (!recompute_pending_) {
     recompute_pending_ = true;
@@ -126,106 +140,162 @@ void FlowBackend::start(uint32_t index, const Path& path, uint64_t bytes, uint64
   }
 }
 
-void FlowBackend::advance() {
-  const SimTime now = engine_.now();
-  if (now == last_) return;
-  const auto elapsed = static_cast<double>((now - last_).ps());
-  for (uint32_t index : active_) {
-    Flow& flow = flows_[index];
-    flow.remaining = std::max(0.0, flow.remaining - flow.rate * elapsed);
+void FlowBackend::depart(uint32_t index) {
+  Flow& flow = flows_[index];
+  for (size_t hop = 0; hop < flow.slots.size(); ++hop) {
+    const uint32_t slot = flow.slots[hop];
+    --links_.counters(slot).present;
+    // Swap-remove from the link's list; the moved flow learns its new position.
+    std::vector<uint32_t>& list = slot_state_[slot].flows;
+    const uint32_t pos = flow.where[hop];
+    const uint32_t moved = list.back();
+    list[pos] = moved;
+    list.pop_back();
+    if (moved != index) {
+      Flow& other = flows_[moved];
+      for (size_t h = 0; h < other.slots.size(); ++h) {
+        if (other.slots[h] == slot) other.where[h] = pos;
+      }
+    }
+    seeds_.push_back(slot);
   }
-  last_ = now;
+  departed_level_ = std::min(departed_level_, flow.rate);
+  active_[flow.active_index] = active_.back();
+  flows_[active_[flow.active_index]].active_index = flow.active_index;
+  active_.pop_back();
+  flow.remaining = 0;
+  flow.rate = 0;
+  ++flow.version;
+  dirty_ = true;
+  (void)engine_.schedule_after(flow.latency, id_, kDeliver, index);
+}
+
+void FlowBackend::seed(uint32_t slot) {
+  SlotState& state = slot_state_[slot];
+  if (state.mark == epoch_) return;
+  state.mark = epoch_;
+  visited_.push_back(slot);
 }
 
 void FlowBackend::recompute() {
   ++recomputations_;
   dirty_ = false;
-  // Flows per busy link, as compressed lists.
-  busy_slots_.clear();
-  for (uint32_t index : active_) {
-    Flow& flow = flows_[index];
-    flow.frozen = false;
+  ++epoch_;
+  // The level below which nothing changes (see the header); 0 = refill everything.
+  int64_t level = departed_level_;
+  for (uint32_t index : arrived_) {
+    const Flow& flow = flows_[index];
     for (uint32_t slot : flow.slots) {
-      if (slot_state_[slot].unfrozen++ == 0) busy_slots_.push_back(slot);
+      const SlotState& state = slot_state_[slot];
+      level = std::min(level, state.capacity / static_cast<int64_t>(state.flows.size()));
     }
   }
-  // Busy links in slot order, so ties break the same way whatever order flows arrived in: sorted
-  // when few, else by a scan of the used links (cheaper than sorting most of them).
-  if (busy_slots_.size() * 16 < slot_state_.size()) {
-    std::sort(busy_slots_.begin(), busy_slots_.end());
+  visited_.clear();
+  if (incremental_) {
+    for (uint32_t slot : seeds_) seed(slot);
   } else {
-    busy_slots_.clear();
-    for (uint32_t slot = 0; slot < slot_state_.size(); ++slot) {
-      if (slot_state_[slot].unfrozen > 0) busy_slots_.push_back(slot);
+    level = 0;
+    for (uint32_t index : active_) {
+      for (uint32_t slot : flows_[index].slots) seed(slot);
     }
   }
-  uint32_t offset = 0;
-  for (uint32_t slot : busy_slots_) {
+  seeds_.clear();
+  arrived_.clear();
+  departed_level_ = INT64_MAX;
+  fill(level);
+  schedule_completion();
+}
+
+void FlowBackend::fill(int64_t level) {
+  // Breadth-first over links: on each visited link, flows at `level` or above (or new) are
+  // affected; the others keep their rates and take their share of the capacity out.
+  affected_.clear();
+  list_.clear();
+  for (size_t next = 0; next < visited_.size(); ++next) {
+    const uint32_t slot = visited_[next];
     SlotState& state = slot_state_[slot];
-    state.list_begin = offset;
-    state.flows = 0;
+    state.list_begin = static_cast<uint32_t>(list_.size());
     state.residual = state.capacity;
-    offset += state.unfrozen;
-  }
-  list_.resize(offset);
-  for (uint32_t index : active_) {
-    for (uint32_t slot : flows_[index].slots) {
-      SlotState& state = slot_state_[slot];
-      list_[state.list_begin + state.flows++] = index;
+    for (uint32_t index : state.flows) {
+      Flow& flow = flows_[index];
+      // Rate 0: arrived since the last filling.
+      if (flow.rate < level && flow.mark != epoch_ && flow.rate != 0) {
+        state.residual -= flow.rate;
+        continue;
+      }
+      list_.push_back(index);
+      if (flow.mark == epoch_) continue;
+      flow.mark = epoch_;
+      flow.frozen = false;
+      affected_.push_back(index);
+      for (uint32_t other : flow.slots) seed(other);
     }
+    state.list_size = static_cast<uint32_t>(list_.size()) - state.list_begin;
+    state.unfrozen = state.list_size;
   }
-  // Progressive filling with a lazy min-heap of (fair share, slot).
+  flows_visited_ += affected_.size();
+  // Progressive filling over the visited links with a lazy min-heap of (fair share, slot).
   heap_.clear();
-  for (uint32_t slot : busy_slots_) {
+  for (uint32_t slot : visited_) {
     const SlotState& state = slot_state_[slot];
-    heap_.emplace_back(state.residual / state.unfrozen, slot);
+    if (state.unfrozen > 0) heap_.emplace_back(state.residual / state.unfrozen, slot);
   }
-  auto later = [](const std::pair<double, uint32_t>& a, const std::pair<double, uint32_t>& b) {
+  auto later = [](const std::pair<int64_t, uint32_t>& a, const std::pair<int64_t, uint32_t>& b) {
     return a > b;
   };
   std::make_heap(heap_.begin(), heap_.end(), later);
   // A link's fair share only rises as flows elsewhere freeze (they take at most the current
   // level, which is at most its share), so heap keys are lower bounds: a popped link whose share
   // has risen goes back with its new share; one whose share is still its key is the bottleneck.
+  // Links therefore freeze in (share, slot) order whichever of them were visited.
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), later);
     const auto [key, slot] = heap_.back();
     heap_.pop_back();
     SlotState& state = slot_state_[slot];
     if (state.unfrozen == 0) continue;
-    const double share = std::max(0.0, state.residual) / state.unfrozen;
+    const int64_t share = std::max<int64_t>(1, state.residual / state.unfrozen);
     if (share > key) {
       heap_.emplace_back(share, slot);
       std::push_heap(heap_.begin(), heap_.end(), later);
       continue;
     }
-    for (uint32_t idx = state.list_begin; idx < state.list_begin + state.flows; ++idx) {
+    for (uint32_t idx = state.list_begin; idx < state.list_begin + state.list_size; ++idx) {
       Flow& flow = flows_[list_[idx]];
       if (flow.frozen) continue;
       flow.frozen = true;
-      flow.rate = share;
       for (uint32_t other : flow.slots) {
         SlotState& o = slot_state_[other];
         o.residual -= share;
         --o.unfrozen;
       }
+      if (flow.rate == share) continue;
+      // The rate changes: bytes sent so far at the old rate, then the new finish time.
+      const int64_t now = engine_.now().ps();
+      flow.remaining =
+          std::max(0.0, flow.remaining - static_cast<double>(flow.rate) * kBytesPerPsPerUnit *
+                                             static_cast<double>(now - flow.since_ps));
+      flow.since_ps = now;
+      flow.rate = share;
+      const double time = flow.remaining / (static_cast<double>(share) * kBytesPerPsPerUnit);
+      flow.finish_ps = now + static_cast<int64_t>(std::llround(std::min(time, 1e18)));
+      ++flow.version;
+      completions_.push_back({flow.finish_ps, list_[idx], flow.version});
+      std::push_heap(completions_.begin(), completions_.end(), std::greater<>());
     }
   }
-  schedule_completion();
 }
 
 void FlowBackend::schedule_completion() {
-  ++generation_;
-  if (active_.empty()) return;
-  const int64_t now = engine_.now().ps();
-  int64_t first = INT64_MAX;
-  for (uint32_t index : active_) {
-    Flow& flow = flows_[index];
-    const double time = flow.rate > 0 ? flow.remaining / flow.rate : 1e18;
-    flow.finish_ps = now + static_cast<int64_t>(std::llround(std::min(time, 1e18)));
-    first = std::min(first, flow.finish_ps);
+  while (!completions_.empty()) {
+    const Completion& top = completions_.front();
+    if (top.version == flows_[top.flow].version) break;
+    std::pop_heap(completions_.begin(), completions_.end(), std::greater<>());
+    completions_.pop_back();
   }
-  (void)engine_.schedule_at(SimTime::from_ps(first), id_, kComplete, generation_);
+  if (completions_.empty() || completions_.front().finish_ps == scheduled_ps_) return;
+  scheduled_ps_ = completions_.front().finish_ps;
+  (void)engine_.schedule_at(SimTime::from_ps(scheduled_ps_), id_, kComplete, ++generation_);
 }
 
 void FlowBackend::handle_event(const Event& event) {
@@ -233,36 +303,21 @@ void FlowBackend::handle_event(const Event& event) {
     case kRecompute:
       recompute_pending_ = false;
       if (!dirty_) return;
-      advance();
       recompute();
       return;
     case kComplete: {
-      if (event.arg != generation_) return;  // rates changed since it was scheduled
-      advance();
+      if (event.arg != generation_) return;  // superseded by an earlier completion
+      scheduled_ps_ = -1;
       const int64_t now = engine_.now().ps();
-      // Departures, in the order flows became active (swap-removal keeps it deterministic).
-      for (size_t pos = 0; pos < active_.size();) {
-        Flow& flow = flows_[active_[pos]];
-        if (flow.finish_ps > now) {
-          ++pos;
-          continue;
-        }
-        const uint32_t index = active_[pos];
-        for (uint32_t slot : flow.slots) {
-          --links_.counters(slot).present;
-          slot_state_[slot].unfrozen = 0;
-        }
-        active_[pos] = active_.back();
-        flows_[active_[pos]].active_index = static_cast<uint32_t>(pos);
-        active_.pop_back();
-        flow.remaining = 0;
-        flow.rate = 0;
-        (void)engine_.schedule_after(flow.latency, id_, kDeliver, index);
+      // Departures in (finish, flow slot) order.
+      while (!completions_.empty() && completions_.front().finish_ps <= now) {
+        const Completion top = completions_.front();
+        std::pop_heap(completions_.begin(), completions_.end(), std::greater<>());
+        completions_.pop_back();
+        if (top.version == flows_[top.flow].version) depart(top.flow);
       }
-      for (uint32_t index : active_) {
-        for (uint32_t slot : flows_[index].slots) slot_state_[slot].unfrozen = 0;
-      }
-      recompute();
+      if (dirty_) recompute();
+      schedule_completion();
       return;
     }
     case kDeliver: {
@@ -280,18 +335,26 @@ void FlowBackend::handle_event(const Event& event) {
 
 double FlowBackend::rate_of(uint64_t token) const {
   for (uint32_t index : active_) {
-    if (flows_[index].token == token) return flows_[index].rate * 1e12;
+    if (flows_[index].token == token) {
+      return static_cast<double>(flows_[index].rate) * kBytesPerPsPerUnit * 1e12;
+    }
   }
   return 0;
 }
 
 size_t FlowBackend::memory_bytes() const {
-  size_t bytes = sizeof(*this) + links_.memory_bytes() +
-                 slot_state_.capacity() * sizeof(SlotState) + flows_.capacity() * sizeof(Flow) +
-                 free_flows_.capacity() * sizeof(uint32_t) + active_.capacity() * sizeof(uint32_t) +
-                 list_.capacity() * sizeof(uint32_t) + busy_slots_.capacity() * sizeof(uint32_t) +
-                 heap_.capacity() * sizeof(std::pair<double, uint32_t>);
-  for (const Flow& flow : flows_) bytes += flow.slots.capacity() * sizeof(uint32_t);
+  size_t bytes =
+      sizeof(*this) + links_.memory_bytes() + labels_.memory_bytes() +
+      slot_state_.capacity() * sizeof(SlotState) + flows_.capacity() * sizeof(Flow) +
+      (free_flows_.capacity() + active_.capacity() + seeds_.capacity() + arrived_.capacity() +
+       visited_.capacity() + affected_.capacity() + list_.capacity()) *
+          sizeof(uint32_t) +
+      heap_.capacity() * sizeof(std::pair<int64_t, uint32_t>) +
+      completions_.capacity() * sizeof(Completion);
+  for (const SlotState& state : slot_state_) bytes += state.flows.capacity() * sizeof(uint32_t);
+  for (const Flow& flow : flows_) {
+    bytes += (flow.slots.capacity() + flow.where.capacity()) * sizeof(uint32_t);
+  }
   return bytes;
 }
 
@@ -317,7 +380,7 @@ void GraphAnalyticalBackend::set_listener(DeliveryListener& listener) {
 void GraphAnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   assert(listener_ != nullptr && src < fabric_->npu_count() && dst < fabric_->npu_count());
   path_.clear();
-  if (src != dst) fabric_->route(src, dst, sequence_++, path_);
+  if (src != dst) fabric_->route(src, dst, labels_.next(src, dst), path_);
   deliver_over(path_, bytes, token);
 }
 
@@ -365,8 +428,8 @@ void GraphAnalyticalBackend::handle_event(const Event& event) {
 }
 
 size_t GraphAnalyticalBackend::memory_bytes() const {
-  size_t bytes = sizeof(*this) + links_.memory_bytes() + tokens_.capacity() * sizeof(uint64_t) +
-                 free_tokens_.capacity() * sizeof(uint32_t);
+  size_t bytes = sizeof(*this) + links_.memory_bytes() + labels_.memory_bytes() +
+                 tokens_.capacity() * sizeof(uint64_t) + free_tokens_.capacity() * sizeof(uint32_t);
   for (const auto& queue : on_link_) bytes += queue.size() * sizeof(SimTime);
   return bytes;
 }

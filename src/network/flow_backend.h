@@ -1,17 +1,36 @@
 // network/flow_backend.h: flow-level network models over a Fabric (a physical graph or ASTRA-sim's
 // multi-dimensional network seen as one).
 //
-// `flow`: every message is a flow on its route (ECMP by hash of source, destination and a per-send
-// sequence number; dimension order on tori and ASTRA-sim networks). Flows that are transmitting
-// share every link by max-min fairness, computed by progressive filling: all unfrozen rates rise
-// together; the link whose capacity runs out first (smallest remaining capacity / unfrozen flows)
-// freezes its flows at that share; repeat until every flow is frozen. Rates are recomputed at
-// every arrival and departure (arrivals and departures at one instant are batched into one
-// recomputation). A flow's last byte leaves its source when its bytes are sent at the rates it got;
-// it is delivered the sum of its links' latencies later. A lone flow therefore takes
-// sum(latency) + bytes / (smallest bandwidth on its path). Zero-byte messages take the latency
-// alone; a message to oneself is delivered at once (through an event).
+// `flow`: every message is a flow on its route (ECMP by hash of source, destination and the
+// message's number among that pair's messages; dimension order on tori and ASTRA-sim networks).
+// Flows that are transmitting share every link by max-min fairness, computed by progressive
+// filling: all unfrozen rates rise together; the link whose capacity runs out first (smallest
+// remaining capacity / unfrozen flows, ties to the lower link slot) freezes its flows at that
+// share; repeat until every flow is frozen. Rates are recomputed at every arrival and departure
+// (arrivals and departures at one instant are batched into one recomputation). A flow's last byte
+// leaves its source when its bytes are sent at the rates it got; it is delivered the sum of its
+// links' latencies later. A lone flow therefore takes sum(latency) + bytes / (smallest bandwidth on
+// its path). Zero-byte messages take the latency alone; a message to oneself is delivered at once
+// (through an event).
 //
+// Incremental recomputation (why it scales): rates are integers (1/4096 of 10^-9 GB/s) and filling
+// floors every share, so the allocation is exact and the same whatever order it is computed in.
+// Progressive filling below a level L never saturates a link of a flow whose rate is at least L.
+// So when flows leave (L = the smallest rate among them) or arrive (L = a lower bound of their new
+// rates: the smallest capacity / flows over their links), every flow below L keeps its rate, and
+// only flows at L or above that are connected to the changed flows through shared links can
+// change. A recomputation visits those flows and their links (a breadth-first search over the
+// links' flow lists), takes the other flows' rates as fixed, and refills from there; the result is
+// bit-identical to refilling everything (`set_incremental(false)`, tested). Completion times sit
+// in a heap and remaining bytes are advanced only for flows whose rate changes.
+//
+// Statistics per directed link: bytes carried, messages, busy time = bytes / bandwidth summed
+// over the messages (the time the link would need at full rate), and peak = the most flows
+// transmitting on the link at once.
+//
+// Cost of one recomputation: O(V + A log L) for V (flow, link) pairs on the visited links, A
+// affected pairs and L visited links; memory O(flows in flight x path length + links used). Runs
+// are bit-identical; finish times are rounded to the nearest picosecond.
 // `analytical` on a graph (GraphAnalyticalBackend): the same lone-flow time for every message,
 // whatever else is on the network (no contention), with statistics on every link of its route.
 //
@@ -69,38 +88,59 @@ class FlowBackend final : public NetworkBackend, private EventHandler {
   std::vector<LinkStats> link_stats() const override { return links_.report(); }
   size_t memory_bytes() const override;
 
-  // Flows transmitting now, and rate recomputations so far (for tests and benchmarks).
+  // Flows transmitting now, rate recomputations so far and the flows they re-rated (for tests and
+  // benchmarks).
   size_t active_flows() const { return active_.size(); }
   uint64_t recomputations() const { return recomputations_; }
+  uint64_t flows_visited() const { return flows_visited_; }
   // The current rate of the flow carrying `token`, in bytes per second (0 when not transmitting).
   double rate_of(uint64_t token) const;
+  // Off: every recomputation refills all flows in flight (the reference the incremental one must
+  // equal bit for bit). On by default.
+  void set_incremental(bool on) { incremental_ = on; }
 
  private:
   enum EventKind : uint16_t { kRecompute = 0, kComplete = 1, kDeliver = 2 };
   struct Flow {
     uint64_t token = 0;
     uint64_t bytes = 0;
-    double remaining = 0;  // bytes not yet sent
-    double rate = 0;       // bytes per ps
+    double remaining = 0;  // bytes not yet sent at `since_ps`
+    int64_t since_ps = 0;
+    int64_t rate = 0;  // rate units (see flow_backend.cpp); 0 until the first filling
     int64_t finish_ps = 0;
     SimTime latency;
+    uint32_t version = 0;  // completion-heap entries of other versions are stale
     uint32_t active_index = 0;
+    uint64_t mark = 0;  // recomputation that took it in
     bool frozen = false;
     std::vector<uint32_t> slots;  // link slots of the path
+    std::vector<uint32_t> where;  // its position in each slot's flow list
   };
   struct SlotState {
-    double capacity = 0;  // bytes per ps
-    double residual = 0;
+    int64_t capacity = 0;  // rate units
+    int64_t residual = 0;
     uint32_t unfrozen = 0;
-    uint32_t flows = 0;  // transmitting flows on the link
-    uint32_t list_begin = 0;
+    uint32_t list_begin = 0;  // this recomputation's affected flows on the link, in list_
+    uint32_t list_size = 0;
+    uint64_t mark = 0;
+    std::vector<uint32_t> flows;  // flows transmitting on the link
+  };
+  struct Completion {
+    int64_t finish_ps;
+    uint32_t flow;
+    uint32_t version;
+    bool operator>(const Completion& o) const {
+      return finish_ps != o.finish_ps ? finish_ps > o.finish_ps : flow > o.flow;
+    }
   };
 
   void handle_event(const Event& event) override;
   uint32_t take_flow();
   void start(uint32_t index, const Path& path, uint64_t bytes, uint64_t token);
-  void advance();
+  void seed(uint32_t slot);
+  void depart(uint32_t index);
   void recompute();
+  void fill(int64_t level);
   void schedule_completion();
 
   EventEngine& engine_;
@@ -113,18 +153,28 @@ class FlowBackend final : public NetworkBackend, private EventHandler {
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_flows_;
   std::vector<uint32_t> active_;
-  // Scratch of recompute(): flows per link slot (CSR), busy slots, the heap.
+  // Changes since the last recomputation: links to start the search from, flows that arrived,
+  // and the smallest rate of the flows that left.
+  std::vector<uint32_t> seeds_;
+  std::vector<uint32_t> arrived_;
+  int64_t departed_level_ = INT64_MAX;
+  // Scratch of recompute(): visited links, affected flows, affected flows per link, the heap.
+  std::vector<uint32_t> visited_;
+  std::vector<uint32_t> affected_;
   std::vector<uint32_t> list_;
-  std::vector<uint32_t> busy_slots_;
-  std::vector<std::pair<double, uint32_t>> heap_;
+  std::vector<std::pair<int64_t, uint32_t>> heap_;
+  std::vector<Completion> completions_;  // min-heap, stale entries dropped lazily
+  int64_t scheduled_ps_ = -1;            // the kComplete event pending, -1 = none
   Path path_;
-  SimTime last_;
+  uint64_t epoch_ = 0;
   uint64_t generation_ = 0;
-  uint64_t sequence_ = 0;
+  FlowLabels labels_;
   uint64_t recomputations_ = 0;
+  uint64_t flows_visited_ = 0;
   uint64_t in_flight_ = 0;
   bool recompute_pending_ = false;
   bool dirty_ = false;
+  bool incremental_ = true;
 };
 
 class GraphAnalyticalBackend final : public NetworkBackend, private EventHandler {
@@ -157,7 +207,7 @@ class GraphAnalyticalBackend final : public NetworkBackend, private EventHandler
   std::vector<uint64_t> tokens_;
   std::vector<uint32_t> free_tokens_;
   Path path_;
-  uint64_t sequence_ = 0;
+  FlowLabels labels_;
   uint64_t in_flight_ = 0;
 };
 

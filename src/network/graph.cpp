@@ -182,6 +182,29 @@ LinkId Graph::find_link(NodeId from, NodeId to) const {
   return UINT64_MAX;
 }
 
+uint64_t FlowLabels::next(Rank src, Rank dst) {
+  if ((used_ + 1) * 2 > slots_.size()) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
+    used_ = 0;
+    for (const Slot& slot : old) {
+      if (slot.pair == 0) continue;
+      size_t at = mix64(slot.pair) & (slots_.size() - 1);
+      while (slots_[at].pair != 0) at = (at + 1) & (slots_.size() - 1);
+      slots_[at] = slot;
+      ++used_;
+    }
+  }
+  const uint64_t pair = (uint64_t{src} + 1) << 32 | dst;
+  size_t at = mix64(pair) & (slots_.size() - 1);
+  while (slots_[at].pair != 0 && slots_[at].pair != pair) at = (at + 1) & (slots_.size() - 1);
+  if (slots_[at].pair == 0) {
+    slots_[at].pair = pair;
+    ++used_;
+  }
+  return slots_[at].count++;
+}
+
 void Graph::route(Rank src, Rank dst, uint64_t flow, Path& out) const {
   assert(src != dst && src < spec_.npus && dst < spec_.npus);
   if (spec_.routing == Routing::kDimensionOrder) {

@@ -167,4 +167,22 @@ class TopologyFabric final : public Fabric {
 // A deterministic 64-bit mix (splitmix64 finalizer), for ECMP hashing.
 uint64_t mix64(uint64_t x);
 
+// Flow labels for ECMP: the k-th message from `src` to `dst` gets label k, so a message's path
+// depends on its own pair's history only, not on how sends of other pairs interleave (which
+// changes with the order of simultaneous events). An open-addressing table of the pairs that
+// have talked: 16 bytes per pair at most half full; O(1) expected per message.
+class FlowLabels {
+ public:
+  uint64_t next(Rank src, Rank dst);
+  size_t memory_bytes() const { return slots_.capacity() * sizeof(Slot); }
+
+ private:
+  struct Slot {
+    uint64_t pair = 0;  // (src + 1) << 32 | dst; 0 = empty
+    uint64_t count = 0;
+  };
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
+};
+
 }  // namespace orrery::net
