@@ -98,17 +98,29 @@ Expected<GraphSpec> make_clos2(const ClosParams& p) {
     up.bandwidth = *bw;
   }
   if (Status s = check_link(up, "clos2 uplink"); !s) return s.error();
+  if (p.nics < 1 || p.nics > 64) return bad("clos2: nics must be from 1 to 64");
   GraphSpec spec;
   spec.name = fmt::format("clos2-{}x{}-{}spines", p.leaves, p.npus_per_leaf, p.spines);
+  if (p.nics > 1) spec.name += fmt::format("-{}planes", p.nics);
   spec.npus = p.leaves * p.npus_per_leaf;
-  for (uint32_t l = 0; l < p.leaves; ++l) (void)add_switch(spec, fmt::format("leaf{}", l));
-  for (uint32_t s = 0; s < p.spines; ++s) (void)add_switch(spec, fmt::format("spine{}", s));
-  for (uint32_t npu = 0; npu < spec.npus; ++npu) {
-    cable(spec, npu, spec.npus + npu / p.npus_per_leaf, p.npu_link, 0);
+  // Plane 0 keeps the single-plane names; further planes are suffixed.
+  auto plane_name = [&](std::string_view kind, uint32_t index, uint32_t plane) {
+    return plane == 0 ? fmt::format("{}{}", kind, index)
+                      : fmt::format("{}{}_p{}", kind, index, plane);
+  };
+  const NodeId first = spec.npus;
+  const uint32_t per_plane = p.leaves + p.spines;
+  for (uint32_t plane = 0; plane < p.nics; ++plane) {
+    for (uint32_t l = 0; l < p.leaves; ++l) (void)add_switch(spec, plane_name("leaf", l, plane));
+    for (uint32_t s = 0; s < p.spines; ++s) (void)add_switch(spec, plane_name("spine", s, plane));
   }
-  for (uint32_t l = 0; l < p.leaves; ++l) {
-    for (uint32_t s = 0; s < p.spines; ++s) {
-      cable(spec, spec.npus + l, spec.npus + p.leaves + s, up, 1);
+  for (uint32_t plane = 0; plane < p.nics; ++plane) {
+    const NodeId leaf0 = first + plane * per_plane;
+    for (uint32_t npu = 0; npu < spec.npus; ++npu) {
+      cable(spec, npu, leaf0 + npu / p.npus_per_leaf, p.npu_link, 0);
+    }
+    for (uint32_t l = 0; l < p.leaves; ++l) {
+      for (uint32_t s = 0; s < p.spines; ++s) cable(spec, leaf0 + l, leaf0 + p.leaves + s, up, 1);
     }
   }
   spec.logical.clear();
@@ -205,8 +217,10 @@ Expected<GraphSpec> make_rail_optimized(const RailParams& p) {
     up.bandwidth = *bw;
   }
   if (Status s = check_link(up, "rail uplink"); !s) return s.error();
+  if (p.nics < 1 || p.nics > 64) return bad("rail: nics must be from 1 to 64");
   GraphSpec spec;
   spec.name = fmt::format("rail-{}x{}", p.nodes, p.gpus_per_node);
+  if (p.nics > 1) spec.name += fmt::format("-{}planes", p.nics);
   spec.npus = p.nodes * p.gpus_per_node;
   spec.npus_per_node = p.gpus_per_node;
   const bool nvswitch = p.gpus_per_node > 1;
@@ -214,26 +228,42 @@ Expected<GraphSpec> make_rail_optimized(const RailParams& p) {
   if (nvswitch) {
     for (uint32_t n = 0; n < p.nodes; ++n) (void)add_switch(spec, fmt::format("nvswitch{}", n));
   }
-  const NodeId leaf0 = spec.npus + static_cast<NodeId>(spec.switch_names.size());
-  for (uint32_t rail = 0; rail < p.gpus_per_node; ++rail) {
-    for (uint32_t l = 0; l < leaves_per_rail; ++l) {
-      (void)add_switch(spec, fmt::format("rail{}_leaf{}", rail, l));
+  // Plane 0 keeps the single-plane names; further planes are suffixed.
+  auto suffix = [](uint32_t plane) {
+    return plane == 0 ? std::string() : fmt::format("_p{}", plane);
+  };
+  std::vector<NodeId> leaf0(p.nics);
+  std::vector<NodeId> spine0(p.nics);
+  for (uint32_t plane = 0; plane < p.nics; ++plane) {
+    leaf0[plane] = spec.npus + static_cast<NodeId>(spec.switch_names.size());
+    for (uint32_t rail = 0; rail < p.gpus_per_node; ++rail) {
+      for (uint32_t l = 0; l < leaves_per_rail; ++l) {
+        (void)add_switch(spec, fmt::format("rail{}_leaf{}{}", rail, l, suffix(plane)));
+      }
     }
-  }
-  const NodeId spine0 = spec.npus + static_cast<NodeId>(spec.switch_names.size());
-  if (leaves > 1) {
-    for (uint32_t s = 0; s < p.spines; ++s) (void)add_switch(spec, fmt::format("spine{}", s));
+    spine0[plane] = spec.npus + static_cast<NodeId>(spec.switch_names.size());
+    if (leaves > 1) {
+      for (uint32_t s = 0; s < p.spines; ++s) {
+        (void)add_switch(spec, fmt::format("spine{}{}", s, suffix(plane)));
+      }
+    }
   }
   for (uint32_t node = 0; node < p.nodes; ++node) {
     for (uint32_t g = 0; g < p.gpus_per_node; ++g) {
       const NodeId gpu = node * p.gpus_per_node + g;
       if (nvswitch) cable(spec, gpu, nv0 + node, p.nvlink, 0);
-      cable(spec, gpu, leaf0 + g * leaves_per_rail + node / p.nodes_per_leaf, p.nic, 1);
+      for (uint32_t plane = 0; plane < p.nics; ++plane) {
+        cable(spec, gpu, leaf0[plane] + g * leaves_per_rail + node / p.nodes_per_leaf, p.nic, 1);
+      }
     }
   }
   if (leaves > 1) {
-    for (uint32_t l = 0; l < leaves; ++l) {
-      for (uint32_t s = 0; s < p.spines; ++s) cable(spec, leaf0 + l, spine0 + s, up, 2);
+    for (uint32_t plane = 0; plane < p.nics; ++plane) {
+      for (uint32_t l = 0; l < leaves; ++l) {
+        for (uint32_t s = 0; s < p.spines; ++s) {
+          cable(spec, leaf0[plane] + l, spine0[plane] + s, up, 2);
+        }
+      }
     }
   }
   spec.logical.clear();

@@ -51,6 +51,9 @@ struct ClosParams {
   LinkSpec uplink;  // leaf-spine; its bandwidth is overridden when oversubscription > 0
   // > 0: sets the uplink bandwidth so (npus_per_leaf x npu bw) / (spines x uplink bw) = ratio.
   double oversubscription = 0;
+  // NICs per NPU: NIC j joins plane j, a copy of the leaves and spines of its own (multi-plane
+  // fabric); ECMP spreads an NPU's traffic over its NICs.
+  uint32_t nics = 1;
 };
 Expected<GraphSpec> make_clos2(const ClosParams& params);
 
@@ -76,6 +79,7 @@ struct RailParams {
   LinkSpec nic{Bandwidth::from_gbps(50), SimTime::from_ns(1000)};     // GPU <-> rail leaf
   LinkSpec uplink{Bandwidth::from_gbps(50), SimTime::from_ns(1000)};  // leaf <-> spine
   double oversubscription = 1;  // as in make_clos2; 1 = full bisection
+  uint32_t nics = 1;            // NICs per GPU, one plane of rail leaves and spines each
 };
 Expected<GraphSpec> make_rail_optimized(const RailParams& params);
 

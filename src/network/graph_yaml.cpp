@@ -50,7 +50,8 @@ const std::map<std::string_view, std::vector<ParamDef>>& generator_table() {
         {"npu_latency", "5us", "NPU-leaf links"},
         {"uplink_bandwidth", "200Gbps", "leaf-spine links (ignored when oversubscription > 0)"},
         {"uplink_latency", "12.5us", "leaf-spine links"},
-        {"oversubscription", "0", "ratio of leaf down to up capacity; 0 = use uplink_bandwidth"}}},
+        {"oversubscription", "0", "ratio of leaf down to up capacity; 0 = use uplink_bandwidth"},
+        {"nics", "1", "NICs per NPU, each to a plane of its own leaves and spines"}}},
       {"clos3",
        {{"pods", "4", "pods"},
         {"leaves_per_pod", "4", "leaves per pod"},
@@ -75,7 +76,8 @@ const std::map<std::string_view, std::vector<ParamDef>>& generator_table() {
         {"nic_latency", "1us", "GPU-leaf links"},
         {"uplink_bandwidth", "50", "leaf-spine links (ignored when oversubscription > 0)"},
         {"uplink_latency", "1us", "leaf-spine links"},
-        {"oversubscription", "1", "leaf down/up capacity ratio; 0 = use uplink_bandwidth"}}},
+        {"oversubscription", "1", "leaf down/up capacity ratio; 0 = use uplink_bandwidth"},
+        {"nics", "1", "NICs per GPU, each to a plane of its own rail leaves and spines"}}},
       {"torus",
        {{"dims", "4x4", "sizes, 2-D or 3-D, e.g. 4x4x4"},
         {"bandwidth", "25", "every link"},
@@ -168,12 +170,14 @@ Expected<GraphSpec> build(std::string_view generator, const Params& p) {
     ORRERY_TRY(npu, p.link("npu"));
     ORRERY_TRY(up, p.link("uplink"));
     ORRERY_TRY(ratio, p.ratio("oversubscription"));
+    ORRERY_TRY(nics, p.count("nics"));
     c.leaves = leaves;
     c.npus_per_leaf = per_leaf;
     c.spines = spines;
     c.npu_link = npu;
     c.uplink = up;
     c.oversubscription = ratio;
+    c.nics = nics;
     return make_clos2(c);
   }
   if (generator == "clos3") {
@@ -208,6 +212,8 @@ Expected<GraphSpec> build(std::string_view generator, const Params& p) {
     ORRERY_TRY(nic, p.link("nic"));
     ORRERY_TRY(up, p.link("uplink"));
     ORRERY_TRY(ratio, p.ratio("oversubscription"));
+    ORRERY_TRY(nics, p.count("nics"));
+    r.nics = nics;
     r.nodes = nodes;
     r.gpus_per_node = gpus;
     r.nodes_per_leaf = per_leaf;

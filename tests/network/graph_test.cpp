@@ -136,6 +136,47 @@ TEST(Generators, rail_optimized_1024_gpus_goes_through_the_node_then_the_rail) {
   EXPECT_EQ(logical.dimension(1).bandwidth, Bandwidth::from_gbps(50));
 }
 
+TEST(Generators, nics_per_npu_build_planes_and_ecmp_uses_every_nic) {
+  // The reference Clos with 2 NICs per NPU: two planes of 8 leaves and 8 spines; every NPU has
+  // one cable into each plane, and the bisection doubles.
+  ClosParams c;
+  c.npu_link = {Bandwidth::from_gbps(25), SimTime::from_ns(5000)};
+  c.uplink = {Bandwidth::from_gbps(25), SimTime::from_ns(12500)};
+  c.nics = 2;
+  const Graph g = build(make_clos2(c));
+  EXPECT_EQ(g.switch_count(), 32u);
+  EXPECT_EQ(g.link_count(), 2u * 384u);
+  EXPECT_EQ(count_switches_named(g, "leaf"), 16u);
+  EXPECT_EQ(g.out_links(0).size(), 2u);
+  EXPECT_EQ(g.node_name(g.link(g.out_links(0)[1]).dst), "leaf0_p1");
+  c.nics = 1;
+  const GraphSummary one = summarize_graph(build(make_clos2(c)));
+  const GraphSummary two = summarize_graph(g);
+  EXPECT_EQ(two.bisection_nano_gbps, 2 * one.bisection_nano_gbps);
+  EXPECT_EQ(two.diameter, 4u);
+  // Messages from NPU 0 to NPU 1 (same leaf, either plane) leave by both NICs.
+  std::set<LinkId> first_hops;
+  for (uint64_t flow = 0; flow < 32; ++flow) {
+    Path path;
+    g.route(0, 1, flow, path);
+    ASSERT_EQ(path.size(), 2u);
+    first_hops.insert(path[0]);
+  }
+  EXPECT_EQ(first_hops.size(), 2u);
+  // A rail fabric with 2 NICs per GPU: each plane has its own rail leaves and spines.
+  RailParams r;
+  r.nodes = 8;
+  r.nodes_per_leaf = 4;
+  r.spines = 2;
+  r.nics = 2;
+  const Graph rail = build(make_rail_optimized(r));
+  EXPECT_EQ(count_switches_named(rail, "rail"), 2u * 16u);
+  EXPECT_EQ(count_switches_named(rail, "spine"), 4u);
+  EXPECT_EQ(rail.out_links(0).size(), 3u);  // NVSwitch and two NICs
+  c.nics = 0;
+  EXPECT_FALSE(make_clos2(c).has_value());
+}
+
 TEST(Routing, torus_goes_dimension_by_dimension_the_shorter_way) {
   const Graph g = build(make_torus({4, 4}, {}));
   EXPECT_EQ(g.npu_count(), 16u);
@@ -283,7 +324,7 @@ TEST(GraphFile, listed_and_generated_forms_and_their_errors) {
   EXPECT_EQ(error("generator: clos2\nleafs: 4\n"),
             "t.yml:1: generator clos2: unknown parameter 'leafs' (expected leaves, "
             "npus_per_leaf, spines, npu_bandwidth, npu_latency, uplink_bandwidth, uplink_latency, "
-            "oversubscription, node_gpus, nvlink_bandwidth, nvlink_latency)");
+            "oversubscription, nics, node_gpus, nvlink_bandwidth, nvlink_latency)");
   EXPECT_EQ(error("generator: fat-tree\nk: 5\n"),
             "t.yml:1: fat-tree: k = 5; expected an even number from 2 to 256");
   EXPECT_EQ(error("npus: 3\nswitches: [s]\nlinks:\n  - [npu0, s, 1, 1]\n  - [npu1, s, 1, 1]\n"),
