@@ -192,8 +192,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-g,--comm-group-configuration,--comm-groups", config.comm_groups,
                   "communicator groups JSON {\"1\": [0, 1], ...} (pg_name -> ranks)");
   cmd->add_option("-b,--network-backend,--backend", config.backend,
-                  "analytical, congestion-aware or flow (max-min fair sharing); on a graph "
-                  "topology: analytical or flow")
+                  "analytical, congestion-aware (store and forward, FIFO links) or flow (max-min "
+                  "fair sharing); all three run on ASTRA-sim files and on graph topologies")
       ->check(CLI::IsMember({"analytical", "congestion-aware", "flow"}))
       ->default_str("analytical");
   cmd->add_option("--compute-scale", config.compute_scale,

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cmath>
 
+#include "network/graph_congestion_backend.h"
+
 namespace orrery::net {
 
 std::vector<LinkStats> FabricLinks::report() const {
@@ -446,8 +448,13 @@ Expected<std::unique_ptr<NetworkBackend>> make_fabric_backend(std::string_view n
     return std::unique_ptr<NetworkBackend>(
         std::make_unique<GraphAnalyticalBackend>(engine, std::move(fabric), logical));
   }
+  if (name == "congestion-aware") {
+    return std::unique_ptr<NetworkBackend>(
+        std::make_unique<GraphCongestionBackend>(engine, std::move(fabric), logical));
+  }
   return Error::make(ErrorKind::kInvalidArgument,
-                     "backend '{}' does not run on a graph topology (expected flow or analytical)",
+                     "backend '{}' does not run on a graph topology (expected flow, "
+                     "congestion-aware or analytical)",
                      name);
 }
 

@@ -214,7 +214,8 @@ class GraphAnalyticalBackend final : public NetworkBackend, private EventHandler
 // The lone-flow time of `bytes` over `path`: sum of latencies + bytes / smallest bandwidth.
 SimTime path_delay(const Fabric& fabric, const Path& path, uint64_t bytes);
 
-// Backends over a fabric: "flow" or "analytical". Error (kInvalidArgument) for other names.
+// Backends over a fabric: "flow", "congestion-aware" (graph_congestion_backend.h) or
+// "analytical". Error (kInvalidArgument) for other names.
 Expected<std::unique_ptr<NetworkBackend>> make_fabric_backend(std::string_view name,
                                                               EventEngine& engine,
                                                               std::shared_ptr<const Fabric> fabric,

@@ -173,12 +173,12 @@ TEST(GraphRuns, backends_that_do_not_run_on_graphs_say_so) {
   test::MicroRun spec;
   spec.system = test::system_json("ring", 1);
   spec.network = star_graph(8, "50", "500");
-  spec.backend = "congestion-aware";
+  spec.backend = "garnet";
   Expected<sim::RunResult> result = test::run_micro(spec, dir);
   ASSERT_FALSE(result.has_value());
   EXPECT_EQ(result.error().message(),
-            "backend 'congestion-aware' does not run on a graph topology (expected flow or "
-            "analytical)");
+            "backend 'garnet' does not run on a graph topology (expected flow, congestion-aware "
+            "or analytical)");
 }
 
 }  // namespace
