@@ -1,7 +1,8 @@
-// `orrery net`: inspect an ASTRA-sim network file and time single messages on it.
+// `orrery net`: inspect a network file (ASTRA-sim's or a graph topology) and time single
+// messages on it.
 //
 //   orrery net info --network FILE [--json]
-//   orrery net send --network FILE [--backend analytical|congestion-aware] --src A --dst B
+//   orrery net send --network FILE [--backend analytical|congestion-aware|flow] --src A --dst B
 //                   --size BYTES [--json]
 #include <charconv>
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include "core/json_config.h"
 #include "core/units.h"
 #include "network/analytical_backend.h"
+#include "network/flow_backend.h"
+#include "network/graph_yaml.h"
 #include "network/network_backend.h"
 #include "network/topology_yaml.h"
 
@@ -63,12 +66,13 @@ std::string json_string(std::string_view text) {
   return out;
 }
 
-Expected<net::Topology> load_network(const NetOptions& options) {
+Expected<net::NetworkDescription> load_network(const NetOptions& options) {
   if (options.network.empty()) {
     return Error::make(ErrorKind::kInvalidArgument,
-                       "missing --network FILE (an ASTRA-sim analytical network file, .yml)");
+                       "missing --network FILE (an ASTRA-sim network file or a graph topology, "
+                       ".yml)");
   }
-  return net::load_topology_file(options.network);
+  return net::load_network_file(options.network);
 }
 
 Expected<net::Rank> parse_rank(const std::string& flag, const std::string& text,
@@ -92,9 +96,10 @@ Expected<net::Rank> parse_rank(const std::string& flag, const std::string& text,
 }
 
 int run_info(const NetOptions& options) {
-  Expected<net::Topology> topology = load_network(options);
-  if (!topology) return report_error(topology.error());
-  const net::Topology& net = *topology;
+  Expected<net::NetworkDescription> loaded = load_network(options);
+  if (!loaded) return report_error(loaded.error());
+  const net::Topology& net = loaded->logical;
+  const net::Graph* graph = loaded->graph.get();
   if (options.json) {
     std::string dims;
     for (uint32_t dim = 0; dim < net.dimension_count(); ++dim) {
@@ -105,15 +110,35 @@ int run_info(const NetOptions& options) {
           dim == 0 ? "" : ", ", json_string(net::topology_kind_name(spec.kind)), spec.size,
           format_gbps(spec.bandwidth), format_ns(spec.latency), net.link_count(dim));
     }
+    const uint64_t switches = graph ? graph->switch_count() : net.switch_count();
+    const uint64_t links = graph ? graph->link_count() : net.link_count();
     fmt::print(
-        "{{\"network\": {}, \"ranks\": {}, \"switches\": {}, \"links\": {}, \"dimensions\": "
-        "[{}]}}\n",
-        json_string(options.network), net.rank_count(), net.switch_count(), net.link_count(), dims);
+        "{{\"network\": {}, \"kind\": {}, \"ranks\": {}, \"switches\": {}, \"links\": {}, "
+        "\"dimensions\": [{}]}}\n",
+        json_string(options.network), graph ? "\"graph\"" : "\"astra-sim\"", net.rank_count(),
+        switches, links, dims);
     return 0;
   }
   fmt::print("network:    {}\n", options.network);
   fmt::print("ranks:      {}\n", format_count(net.rank_count()));
   fmt::print("dimensions: {}\n", net.dimension_count());
+  if (graph != nullptr) {
+    // A graph's links are its own; the dimensions are the logical layout collectives run on.
+    fmt::print("switches:   {}\n", format_count(graph->switch_count()));
+    fmt::print(
+        "links:      {} (directed; orrery topo summarize for tiers, diameter, bisection)\n\n",
+        format_count(graph->link_count()));
+    fmt::print("logical layout (bandwidth and latency of NPU 0's first link of each tier):\n");
+    fmt::print("{:<5}{:<16}{:>10}{:>14}{:>14}\n", "dim", "topology", "size", "bandwidth",
+               "latency");
+    for (uint32_t dim = 0; dim < net.dimension_count(); ++dim) {
+      const net::Dimension& spec = net.dimension(dim);
+      fmt::print("{:<5}{:<16}{:>10}{:>14}{:>14}\n", dim, net::topology_kind_name(spec.kind),
+                 format_count(spec.size), format_gbps(spec.bandwidth) + " GB/s",
+                 format_ns(spec.latency) + " ns");
+    }
+    return 0;
+  }
   fmt::print("switches:   {}\n", format_count(net.switch_count()));
   fmt::print("links:      {} (directed)\n\n", format_count(net.link_count()));
   fmt::print("{:<5}{:<16}{:>10}{:>14}{:>14}{:>16}\n", "dim", "topology", "size", "bandwidth",
@@ -144,8 +169,10 @@ class OneDelivery final : public net::DeliveryListener {
 };
 
 int run_send(const NetOptions& options) {
-  Expected<net::Topology> topology = load_network(options);
-  if (!topology) return report_error(topology.error());
+  Expected<net::NetworkDescription> loaded = load_network(options);
+  if (!loaded) return report_error(loaded.error());
+  const net::Topology* topology = &loaded->logical;
+  const std::shared_ptr<const net::Graph>& graph = loaded->graph;
   Expected<net::Rank> src = parse_rank("--src", options.src, *topology);
   if (!src) return report_error(src.error());
   Expected<net::Rank> dst = parse_rank("--dst", options.dst, *topology);
@@ -168,10 +195,22 @@ int run_send(const NetOptions& options) {
                                       options.size, dim));
     }
   }
+  if (graph != nullptr) {
+    for (net::LinkId link = 0; link < graph->link_count(); ++link) {
+      if (graph->link_bandwidth(link).serialization_time(*bytes) >=
+          net::Bandwidth::kMaxSerialization) {
+        return report_error(Error::make(ErrorKind::kInvalidArgument,
+                                        "--size {}: the message would take more than 2^61 ps "
+                                        "(26 days) on link {}",
+                                        options.size, link));
+      }
+    }
+  }
 
   EventEngine engine;
   Expected<std::unique_ptr<net::NetworkBackend>> backend =
-      net::make_network_backend(options.backend, engine, *topology);
+      graph ? net::make_fabric_backend(options.backend, engine, graph, *topology)
+            : net::make_network_backend(options.backend, engine, *topology);
   if (!backend) return report_error(backend.error().with_context("--backend"));
   OneDelivery delivery(engine);
   (*backend)->set_listener(delivery);
@@ -180,12 +219,28 @@ int run_send(const NetOptions& options) {
   if (!delivery.delivered) {
     return report_error(Error::make(ErrorKind::kDeadlock, "the message was never delivered"));
   }
-  // Links crossed, per dimension, as the backend routes.
-  std::vector<uint32_t> hops(topology->dimension_count(), 0);
+  // Links crossed, per dimension (per tier on a graph), as the backend routes.
+  const std::vector<net::LinkStats> crossed = (*backend)->link_stats();
   uint32_t total_hops = 0;
-  for (const net::LinkStats& link : (*backend)->link_stats()) {
+  std::vector<uint32_t> hops(topology->dimension_count(), 0);
+  for (const net::LinkStats& link : crossed) {
+    if (link.dimension >= hops.size()) hops.resize(link.dimension + 1, 0);
     ++hops[link.dimension];
     ++total_hops;
+  }
+  // On a graph, the route node by node (links sorted by id: follow them from the source).
+  std::string path;
+  if (graph != nullptr && !crossed.empty()) {
+    net::NodeId at = *src;
+    path = graph->node_name(at);
+    for (size_t step = 0; step < crossed.size(); ++step) {
+      for (const net::LinkStats& link : crossed) {
+        if (graph->link(link.link).src != at) continue;
+        at = graph->link(link.link).dst;
+        path += " -> " + graph->node_name(at);
+        break;
+      }
+    }
   }
 
   if (options.json) {
@@ -195,9 +250,10 @@ int run_send(const NetOptions& options) {
     }
     fmt::print(
         "{{\"time_ns\": {}, \"time_ps\": {}, \"backend\": {}, \"src\": {}, \"dst\": {}, "
-        "\"bytes\": {}, \"hops\": {}, \"hops_per_dimension\": [{}]}}\n",
+        "\"bytes\": {}, \"hops\": {}, \"{}\": [{}]{}}}\n",
         delivery.time.ns_truncated(), delivery.time.ps(), json_string((*backend)->name()), *src,
-        *dst, *bytes, total_hops, per_dim);
+        *dst, *bytes, total_hops, graph ? "hops_per_tier" : "hops_per_dimension", per_dim,
+        graph ? ", \"path\": " + json_string(path) : std::string());
     return 0;
   }
   fmt::print("network: {} ({} ranks, {} dimension{})\n", options.network,
@@ -206,8 +262,8 @@ int run_send(const NetOptions& options) {
   fmt::print("backend: {}\n", (*backend)->name());
   fmt::print("message: rank {} -> rank {}, {} B ({})\n", *src, *dst, format_count(*bytes),
              format_bytes(*bytes));
-  std::string route;
-  for (uint32_t dim = 0; dim < hops.size(); ++dim) {
+  std::string route = path;
+  for (uint32_t dim = 0; graph == nullptr && dim < hops.size(); ++dim) {
     if (hops[dim] == 0) continue;
     route += fmt::format("{}dimension {} ({}): {} hop{}", route.empty() ? "" : ", ", dim,
                          net::topology_kind_name(topology->dimension(dim).kind), hops[dim],
@@ -225,7 +281,8 @@ int run_send(const NetOptions& options) {
 void add_net_command(CLI::App& app, int& exit_code) {
   CLI::App* net = app.add_subcommand(
       "net",
-      "Inspect networks and time single messages on them (ASTRA-sim analytical network files)");
+      "Inspect networks and time single messages on them (ASTRA-sim network files or graph "
+      "topologies)");
   net->require_subcommand(1);
   auto options = std::make_shared<NetOptions>();
 
@@ -233,17 +290,20 @@ void add_net_command(CLI::App& app, int& exit_code) {
       "info",
       "Print a network's ranks, dimensions, links, and bandwidth and latency per dimension");
   info->add_option("--network", options->network,
-                   "ASTRA-sim network file (.yml: topology, npus_count, bandwidth, latency)");
+                   "ASTRA-sim network file (.yml: topology, npus_count, bandwidth, latency) or "
+                   "graph topology file (docs/formats/topology.md)");
   info->add_flag("--json", options->json, "Print one JSON object instead of a table");
   info->callback([options, &exit_code] { exit_code = run_info(*options); });
 
   CLI::App* send = net->add_subcommand(
       "send", "Time one message from --src to --dst on an otherwise idle network");
   send->add_option("--network", options->network,
-                   "ASTRA-sim network file (.yml: topology, npus_count, bandwidth, latency)");
+                   "ASTRA-sim network file (.yml: topology, npus_count, bandwidth, latency) or "
+                   "graph topology file (docs/formats/topology.md)");
   send->add_option("--backend", options->backend,
-                   "analytical (congestion-unaware: hops x latency + bytes / bandwidth) or "
-                   "congestion-aware (store and forward over FIFO links)")
+                   "analytical (congestion-unaware: hops x latency + bytes / bandwidth), "
+                   "congestion-aware (store and forward over FIFO links) or flow (cut-through at "
+                   "the slowest link)")
       ->capture_default_str();
   send->add_option("--src", options->src, "Sending rank");
   send->add_option("--dst", options->dst, "Receiving rank");

@@ -127,7 +127,7 @@ TEST(NetCli, bad_arguments_fail_with_a_message) {
       {{"net", "send", "--network", ring, "--backend", "garnet", "--src", "0", "--dst", "1",
         "--size", "1"},
        "unknown network backend 'garnet'"},
-      {{"net", "info", "--network", kNetworkDir + "missing.yml"}, "cannot open network file"},
+      {{"net", "info", "--network", kNetworkDir + "missing.yml"}, "cannot open the network file"},
   };
   for (const auto& c : cases) {
     const CommandResult result = run_orrery(c.args);
@@ -143,6 +143,44 @@ TEST(NetCli, a_message_to_oneself_takes_no_time) {
                   "3", "--size", "1GiB", "--json"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(json_time_ns(result.out), 0);
+}
+
+}  // namespace
+}  // namespace orrery
+
+namespace orrery {
+namespace {
+
+TEST(NetCli, send_and_info_read_graph_topologies) {
+  // A 2-leaf Clos: 200 Gb/s = 25e9 B/s everywhere, 5 us to the leaf, 12.5 us to the spine.
+  const std::string clos =
+      write_network("clos", "generator: clos2\nleaves: 2\nnpus_per_leaf: 2\nspines: 1\n");
+  // 1 MiB from npu0 to npu3: four hops. Cut-through (flow, analytical): 35 us + one
+  // serialization of 41,943.04 ns; store and forward: four serializations.
+  const struct {
+    const char* backend;
+    long long ns;
+  } cases[] = {{"flow", 76'943}, {"analytical", 76'943}, {"congestion-aware", 202'772}};
+  for (const auto& c : cases) {
+    const CommandResult result =
+        run_orrery({"net", "send", "--network", clos, "--backend", c.backend, "--src", "0", "--dst",
+                    "3", "--size", "1MiB", "--json"});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(json_time_ns(result.out), c.ns) << c.backend;
+    EXPECT_NE(result.out.find("\"path\": \"npu0 -> leaf0 -> spine0 -> leaf1 -> npu3\""),
+              std::string::npos)
+        << result.out;
+  }
+  const CommandResult info = run_orrery({"net", "info", "--network", clos});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("switches:   3"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("links:      12 (directed"), std::string::npos) << info.out;
+  const CommandResult bad =
+      run_orrery({"net", "send", "--network", clos, "--src", "0", "--dst", "9", "--size", "1"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--dst 9 is out of range: the network has 4 ranks"), std::string::npos)
+      << bad.err;
+  std::filesystem::remove(clos);
 }
 
 }  // namespace
