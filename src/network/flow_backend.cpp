@@ -87,7 +87,8 @@ void FlowBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   assert(listener_ != nullptr && "flow backend: send before set_listener");
   assert(src < fabric_->npu_count() && dst < fabric_->npu_count());
   path_.clear();
-  if (src != dst) fabric_->route(src, dst, labels_.next(src, dst), path_);
+  if (src != dst)
+    fabric_->route(src, dst, fabric_->multipath() ? labels_.next(src, dst) : 0, path_);
   start(take_flow(), path_, bytes, token);
 }
 
@@ -382,7 +383,8 @@ void GraphAnalyticalBackend::set_listener(DeliveryListener& listener) {
 void GraphAnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   assert(listener_ != nullptr && src < fabric_->npu_count() && dst < fabric_->npu_count());
   path_.clear();
-  if (src != dst) fabric_->route(src, dst, labels_.next(src, dst), path_);
+  if (src != dst)
+    fabric_->route(src, dst, fabric_->multipath() ? labels_.next(src, dst) : 0, path_);
   deliver_over(path_, bytes, token);
 }
 

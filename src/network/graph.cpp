@@ -169,7 +169,7 @@ uint32_t Graph::distance(Rank src, Rank dst) const {
   if (src == dst) return 0;
   if (spec_.routing == Routing::kDimensionOrder) {
     Path path;
-    route_torus(src, dst, path);
+    route(src, dst, 0, path);
     return static_cast<uint32_t>(path.size());
   }
   return distances_to(dst)[src];
@@ -205,63 +205,70 @@ uint64_t FlowLabels::next(Rank src, Rank dst) {
   return slots_[at].count++;
 }
 
-void Graph::route(Rank src, Rank dst, uint64_t flow, Path& out) const {
-  assert(src != dst && src < spec_.npus && dst < spec_.npus);
-  if (spec_.routing == Routing::kDimensionOrder) {
-    route_torus(src, dst, out);
-    return;
-  }
-  const std::vector<uint16_t>& dist = distances_to(dst);
-  const uint64_t flow_key = mix64(mix64((uint64_t{src} << 32) | dst) ^ flow);
+void Fabric::route(Rank src, Rank dst, uint64_t flow, Path& out) const {
+  assert(src != dst && src < npu_count() && dst < npu_count());
+  const uint64_t key = route_key(src, dst, flow);
   NodeId at = src;
   while (at != dst) {
-    const uint16_t here = dist[at];
-    // Candidates: links to a node one hop closer that may relay (or is the destination).
-    uint32_t candidates = 0;
-    for (uint32_t link : out_links(at)) {
-      const NodeId next = spec_.links[link].dst;
-      if (dist[next] + 1 == here && (next == dst || forwards(next))) ++candidates;
-    }
-    assert(candidates > 0);
-    uint64_t pick =
-        candidates == 1 ? 0 : mix64(flow_key ^ (uint64_t{at} * 0x9e3779b97f4a7c15ULL)) % candidates;
-    for (uint32_t link : out_links(at)) {
-      const NodeId next = spec_.links[link].dst;
-      if (dist[next] + 1 == here && (next == dst || forwards(next))) {
-        if (pick == 0) {
-          out.push_back(link);
-          at = next;
-          break;
-        }
-        --pick;
-      }
-    }
+    const Hop hop = next_hop(at, dst, key);
+    out.push_back(hop.link);
+    at = hop.next;
   }
 }
 
-void Graph::route_torus(Rank src, Rank dst, Path& out) const {
-  NodeId at = src;
-  uint32_t stride = 1;
-  for (uint32_t size : spec_.torus) {
-    const uint32_t from = (src / stride) % size;
-    const uint32_t to = (dst / stride) % size;
-    if (from != to) {
-      const uint32_t forward = (to + size - from) % size;
-      // Clockwise unless anticlockwise is strictly shorter.
-      const bool clockwise = forward <= size - forward;
-      const uint32_t steps = clockwise ? forward : size - forward;
-      for (uint32_t step = 0; step < steps; ++step) {
-        const uint32_t coord = (at / stride) % size;
+uint64_t Graph::route_key(Rank src, Rank dst, uint64_t flow) const {
+  return mix64(mix64((uint64_t{src} << 32) | dst) ^ flow);
+}
+
+Hop Graph::next_hop(NodeId at, Rank dst, uint64_t key) const {
+  assert(at != dst && dst < spec_.npus);
+  Hop hop;
+  if (spec_.routing == Routing::kDimensionOrder) {
+    // The lowest differing coordinate, the shorter way round (clockwise at exactly half way);
+    // deciding again at every hop keeps the direction chosen at the first one.
+    uint32_t stride = 1;
+    for (uint32_t size : spec_.torus) {
+      const uint32_t coord = (at / stride) % size;
+      const uint32_t to = (dst / stride) % size;
+      if (coord != to) {
+        const uint32_t forward = (to + size - coord) % size;
+        const bool clockwise = forward <= size - forward;
         const uint32_t next_coord = clockwise ? (coord + 1) % size : (coord + size - 1) % size;
-        const NodeId next = at - coord * stride + next_coord * stride;
-        const LinkId link = find_link(at, next);
-        assert(link != UINT64_MAX);
-        out.push_back(link);
-        at = next;
+        hop.next = at - coord * stride + next_coord * stride;
+        hop.link = find_link(at, hop.next);
+        assert(hop.link != UINT64_MAX);
+        hop.dimension = spec_.links[hop.link].dimension;
+        return hop;
       }
+      stride *= size;
     }
-    stride *= size;
+    assert(false && "dimension-order routing: no coordinate differs");
+    return hop;
   }
+  const std::vector<uint16_t>& dist = distances_to(dst);
+  const uint16_t here = dist[at];
+  // Candidates: links to a node one hop closer that may relay (or is the destination).
+  uint32_t candidates = 0;
+  for (uint32_t link : out_links(at)) {
+    const NodeId next = spec_.links[link].dst;
+    if (dist[next] + 1 == here && (next == dst || forwards(next))) ++candidates;
+  }
+  assert(candidates > 0);
+  uint64_t pick =
+      candidates == 1 ? 0 : mix64(key ^ (uint64_t{at} * 0x9e3779b97f4a7c15ULL)) % candidates;
+  for (uint32_t link : out_links(at)) {
+    const NodeId next = spec_.links[link].dst;
+    if (dist[next] + 1 == here && (next == dst || forwards(next))) {
+      if (pick == 0) {
+        hop.link = link;
+        hop.next = next;
+        hop.dimension = spec_.links[link].dimension;
+        return hop;
+      }
+      --pick;
+    }
+  }
+  return hop;
 }
 
 LinkId Graph::edge_link(Rank rank, uint32_t dim, bool up) const {
@@ -281,15 +288,6 @@ Expected<Topology> Graph::logical_topology() const {
     dims.push_back({spec_.logical[d].kind, spec_.logical[d].size, link.bandwidth, link.latency});
   }
   return Topology::create(std::move(dims));
-}
-
-void TopologyFabric::route(Rank src, Rank dst, uint64_t /*flow*/, Path& out) const {
-  NodeId at = src;
-  while (at != dst) {
-    const Hop hop = topology_.next_hop(at, dst);
-    out.push_back(hop.link);
-    at = hop.next;
-  }
 }
 
 LinkId TopologyFabric::edge_link(Rank rank, uint32_t dim, bool up) const {

@@ -78,8 +78,16 @@ class Fabric {
   virtual LinkInfo link_info(LinkId link) const = 0;
   virtual Bandwidth link_bandwidth(LinkId link) const = 0;
   virtual SimTime link_latency(LinkId link) const = 0;
-  // Appends to `out` the links from NPU `src` to NPU `dst` (src != dst) taken by flow `flow`.
-  virtual void route(Rank src, Rank dst, uint64_t flow, Path& out) const = 0;
+  // The routing key of message number `flow` from `src` to `dst` (its ECMP hash input).
+  virtual uint64_t route_key(Rank src, Rank dst, uint64_t flow) const = 0;
+  // Whether routes depend on the message number at all (else backends need not count them).
+  virtual bool multipath() const = 0;
+  // The next link from node `at` (not `dst`) towards NPU `dst` for a message with `key`: routes
+  // are decided hop by hop, so a store-and-forward model needs no path per message.
+  virtual Hop next_hop(NodeId at, Rank dst, uint64_t key) const = 0;
+  // Appends to `out` the links from NPU `src` to NPU `dst` (src != dst) taken by flow `flow`:
+  // next_hop from `src` until `dst`.
+  void route(Rank src, Rank dst, uint64_t flow, Path& out) const;
   // For in-network collectives on logical dimension `dim`: the first link out of `rank` (up) or
   // the last link into it (down) that serves that dimension.
   virtual LinkId edge_link(Rank rank, uint32_t dim, bool up) const = 0;
@@ -116,7 +124,9 @@ class Graph final : public Fabric {
     return {out_.data() + out_begin_[node], out_.data() + out_begin_[node + 1]};
   }
 
-  void route(Rank src, Rank dst, uint64_t flow, Path& out) const override;
+  uint64_t route_key(Rank src, Rank dst, uint64_t flow) const override;
+  bool multipath() const override { return spec_.routing == Routing::kEcmp; }
+  Hop next_hop(NodeId at, Rank dst, uint64_t key) const override;
   LinkId edge_link(Rank rank, uint32_t dim, bool up) const override;
 
   // Hops on a shortest path between two NPUs (through nodes allowed to forward).
@@ -132,7 +142,6 @@ class Graph final : public Fabric {
   // Hop distance from every node to NPU `dst` (UINT16_MAX = unreachable), cached.
   const std::vector<uint16_t>& distances_to(Rank dst) const;
   bool forwards(NodeId node) const { return is_switch(node) || spec_.npu_forwarding; }
-  void route_torus(Rank src, Rank dst, Path& out) const;
   LinkId find_link(NodeId from, NodeId to) const;
 
   GraphSpec spec_;
@@ -157,7 +166,9 @@ class TopologyFabric final : public Fabric {
   SimTime link_latency(LinkId link) const override {
     return topology_.dimension(topology_.link_info(link).dimension).latency;
   }
-  void route(Rank src, Rank dst, uint64_t flow, Path& out) const override;
+  uint64_t route_key(Rank, Rank, uint64_t) const override { return 0; }
+  bool multipath() const override { return false; }
+  Hop next_hop(NodeId at, Rank dst, uint64_t) const override { return topology_.next_hop(at, dst); }
   LinkId edge_link(Rank rank, uint32_t dim, bool up) const override;
 
  private:

@@ -7,10 +7,11 @@ namespace orrery::net {
 
 GraphCongestionBackend::GraphCongestionBackend(EventEngine& engine,
                                                std::shared_ptr<const Fabric> fabric,
-                                               Topology logical)
+                                               Topology logical, TimeRounding rounding)
     : engine_(engine),
       fabric_(std::move(fabric)),
       logical_(std::move(logical)),
+      rounding_(rounding),
       id_(engine.register_handler(*this)),
       links_(*fabric_) {}
 
@@ -30,10 +31,7 @@ uint32_t GraphCongestionBackend::take_message() {
     index = free_messages_.back();
     free_messages_.pop_back();
   }
-  Message& message = messages_[index];
-  message.path.clear();  // keeps its capacity
-  message.hop = 0;
-  message.next_in_queue = kNone;
+  messages_[index] = Message{};
   ++in_flight_;
   return index;
 }
@@ -45,8 +43,19 @@ void GraphCongestionBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t t
   Message& message = messages_[index];
   message.token = token;
   message.bytes = bytes;
-  if (src != dst) fabric_->route(src, dst, labels_.next(src, dst), message.path);
-  start(index);
+  message.dst = dst;
+  message.stop = dst;
+  message.next = src;
+  if (src == dst) {
+    // Delivered now, but from inside an event like every other delivery.
+    (void)engine_.schedule_after(SimTime::zero(), id_, kArrive, index);
+    return;
+  }
+  message.key = fabric_->route_key(src, dst, fabric_->multipath() ? labels_.next(src, dst) : 0);
+  const Hop hop = fabric_->next_hop(src, dst, message.key);
+  message.link = hop.link;
+  message.next = hop.next;
+  enqueue(index);
 }
 
 void GraphCongestionBackend::send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes,
@@ -56,22 +65,16 @@ void GraphCongestionBackend::send_switch(Rank rank, uint32_t dim, bool up, uint6
   Message& message = messages_[index];
   message.token = token;
   message.bytes = bytes;
-  message.path.push_back(fabric_->edge_link(rank, dim, up));
-  start(index);
-}
-
-void GraphCongestionBackend::start(uint32_t index) {
-  if (messages_[index].path.empty()) {
-    // A message to oneself: delivered now, but from inside an event like every other delivery.
-    (void)engine_.schedule_after(SimTime::zero(), id_, kArrive, index);
-    return;
-  }
+  message.dst = rank;
+  message.link = fabric_->edge_link(rank, dim, up);
+  message.next = fabric_->link_info(message.link).dst;
+  message.stop = message.next;  // the switch going up, the rank coming down
   enqueue(index);
 }
 
 void GraphCongestionBackend::enqueue(uint32_t index) {
   Message& message = messages_[index];
-  const LinkId link = message.path[message.hop];
+  const LinkId link = message.link;
   const uint32_t slot = links_.slot(link);
   if (slot == queues_.size()) {
     queues_.emplace_back();
@@ -104,14 +107,19 @@ void GraphCongestionBackend::transmit(uint32_t index, uint32_t slot) {
   LinkQueue& queue = queues_[slot];
   const Message& message = messages_[index];
   const SimTime serialization =
-      fabric_->link_bandwidth(message.path[message.hop]).serialization_time(message.bytes);
+      fabric_->link_bandwidth(message.link).serialization_time(message.bytes);
   const SimTime now = engine_.now();
-  queue.busy_until = now + serialization;
+  // ASTRA-sim truncates the link's busy time and the arrival time separately.
+  const bool astra = rounding_ == TimeRounding::kAstraSim;
+  const SimTime busy = astra ? truncate_to_ns(serialization) : serialization;
+  const SimTime arrival =
+      astra ? truncate_to_ns(serialization + queue.latency) : serialization + queue.latency;
+  queue.busy_until = now + busy;
   LinkCounters& counters = links_.counters(slot);
   counters.bytes += message.bytes;
-  counters.busy += serialization;
+  counters.busy += busy;
   ++counters.messages;
-  (void)engine_.schedule_at(now + serialization + queue.latency, id_, kArrive, index);
+  (void)engine_.schedule_at(now + arrival, id_, kArrive, index);
 }
 
 void GraphCongestionBackend::handle_event(const Event& event) {
@@ -119,12 +127,15 @@ void GraphCongestionBackend::handle_event(const Event& event) {
   switch (event.kind) {
     case kArrive: {
       Message& message = messages_[index];
-      if (message.path.empty() || ++message.hop == message.path.size()) {
+      if (message.next == message.stop) {
         const uint64_t token = message.token;
         free_messages_.push_back(index);
         --in_flight_;
         listener_->on_delivered(token);
       } else {
+        const Hop hop = fabric_->next_hop(message.next, message.dst, message.key);
+        message.link = hop.link;
+        message.next = hop.next;
         enqueue(index);
       }
       return;
@@ -149,11 +160,9 @@ void GraphCongestionBackend::handle_event(const Event& event) {
 }
 
 size_t GraphCongestionBackend::memory_bytes() const {
-  size_t bytes = sizeof(*this) + links_.memory_bytes() + labels_.memory_bytes() +
-                 queues_.capacity() * sizeof(LinkQueue) + messages_.capacity() * sizeof(Message) +
-                 free_messages_.capacity() * sizeof(uint32_t);
-  for (const Message& message : messages_) bytes += message.path.capacity() * sizeof(LinkId);
-  return bytes;
+  return sizeof(*this) + links_.memory_bytes() + labels_.memory_bytes() +
+         queues_.capacity() * sizeof(LinkQueue) + messages_.capacity() * sizeof(Message) +
+         free_messages_.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace orrery::net

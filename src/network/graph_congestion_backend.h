@@ -1,17 +1,21 @@
-// network/graph_congestion_backend.h: the congestion-aware model over any Fabric (a physical
-// graph, or ASTRA-sim's multi-dimensional network seen as one).
+// network/graph_congestion_backend.h: ASTRA-sim's congestion-aware model over any Fabric: a
+// physical graph, or ASTRA-sim's multi-dimensional network seen as one (TopologyFabric, which is
+// how `congestion-aware` runs on ASTRA-sim's files).
 //
-// The same model as CongestionAwareBackend, on routes from the fabric: every directed link has a
-// FIFO queue, a message is stored and forwarded whole at every hop, a link sends one message at a
-// time (busy for bytes / bandwidth) and the message reaches the next node the link's latency
-// after its last byte left. A lone message takes sum over its route of (latency + bytes /
-// bandwidth): unlike `flow`, which is cut-through, every hop serializes again. On ASTRA-sim's
-// networks (TopologyFabric) it gives the congestion-aware backend's times exactly (kExact
-// rounding; tested message by message). Routes are picked when a message is sent (ECMP labels
-// per pair, as the flow backend).
+// Every directed link has a FIFO queue; a message is stored and forwarded whole at every hop. A
+// link sends one message at a time: it is busy for bytes / bandwidth, and the message reaches the
+// next node the link's latency after its last byte left (so a link may start the next message
+// while the previous one still propagates, as in ASTRA-sim). A lone message therefore takes sum
+// over its route of (latency + bytes / bandwidth): unlike `flow`, which is cut-through, every hop
+// serializes again. On ASTRA-sim's networks a Switch is a node of its own (a message through it
+// crosses an up link and a down link) and routes go one dimension at a time, lowest first
+// (Topology::next_hop); on graphs routes are ECMP with labels per pair, as the flow backend's.
+// TimeRounding::kAstraSim keeps whole nanoseconds as ASTRA-sim does: a link frees after
+// floor(serialization) and a message arrives floor(serialization + latency) after it started.
 //
 // Events: one arrival per message per hop, and at most one pending "link free" event per link
-// while messages wait on it. Messages and their paths are pooled.
+// while messages wait on it. Routes are taken hop by hop (Fabric::next_hop), so a message is 48
+// bytes whatever its path; messages are pooled.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +33,7 @@ class GraphCongestionBackend final : public NetworkBackend, private EventHandler
  public:
   // `logical` is the topology the system layer sees (same rank count as the fabric).
   GraphCongestionBackend(EventEngine& engine, std::shared_ptr<const Fabric> fabric,
-                         Topology logical);
+                         Topology logical, TimeRounding rounding = TimeRounding::kExact);
   ~GraphCongestionBackend() override;
 
   std::string_view name() const override { return "congestion-aware"; }
@@ -49,9 +53,12 @@ class GraphCongestionBackend final : public NetworkBackend, private EventHandler
   struct Message {
     uint64_t token = 0;
     uint64_t bytes = 0;
-    uint32_t hop = 0;  // index in `path` of the link it is on (or queued for)
+    uint64_t key = 0;  // routing key
+    LinkId link = 0;   // the link it is on, or queued for
+    Rank dst = 0;
+    NodeId stop = 0;  // where it is delivered: dst, or a switch for an in-network hop up
+    NodeId next = 0;  // where `link` leads
     uint32_t next_in_queue = kNone;
-    Path path;
   };
   struct LinkQueue {
     SimTime busy_until;  // when the message in service has left entirely
@@ -63,13 +70,13 @@ class GraphCongestionBackend final : public NetworkBackend, private EventHandler
 
   void handle_event(const Event& event) override;
   uint32_t take_message();
-  void start(uint32_t index);
   void enqueue(uint32_t index);
   void transmit(uint32_t index, uint32_t slot);
 
   EventEngine& engine_;
   std::shared_ptr<const Fabric> fabric_;
   Topology logical_;
+  TimeRounding rounding_;
   HandlerId id_;
   DeliveryListener* listener_ = nullptr;
   FabricLinks links_;

@@ -3,8 +3,8 @@
 #include <array>
 
 #include "network/analytical_backend.h"
-#include "network/congestion_aware_backend.h"
 #include "network/flow_backend.h"
+#include "network/graph_congestion_backend.h"
 
 namespace orrery::net {
 
@@ -24,8 +24,9 @@ Expected<std::unique_ptr<NetworkBackend>> make_network_backend(std::string_view 
         std::make_unique<AnalyticalBackend>(engine, topology, rounding));
   }
   if (name == "congestion-aware") {
-    return std::unique_ptr<NetworkBackend>(
-        std::make_unique<CongestionAwareBackend>(engine, topology, rounding));
+    // ASTRA-sim's dimensions as a fabric: the topology's own links and routes.
+    return std::unique_ptr<NetworkBackend>(std::make_unique<GraphCongestionBackend>(
+        engine, std::make_shared<const TopologyFabric>(topology), topology, rounding));
   }
   if (name == "flow") {
     // ASTRA-sim's dimensions as a graph: the topology's own links and dimension-order routes.

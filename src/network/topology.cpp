@@ -268,7 +268,8 @@ Hop Topology::switch_uplink(Rank rank, uint32_t dim) const {
   const uint32_t group = group_of(rank, dim);
   Hop hop;
   hop.dimension = dim;
-  hop.link = layout.link_base + uint64_t{group} * layout.links_per_group + 2 * uint64_t{coordinate(rank, dim)};
+  hop.link = layout.link_base + uint64_t{group} * layout.links_per_group +
+             2 * uint64_t{coordinate(rank, dim)};
   hop.next = rank_count_ + layout.switch_base + group;
   return hop;
 }

@@ -1,7 +1,8 @@
-// The congestion-aware backend: ASTRA-sim's figures, store-and-forward, FIFO queues, contention.
-#include "network/congestion_aware_backend.h"
-
+// The congestion-aware backend on ASTRA-sim's networks: ASTRA-sim's figures, store-and-forward,
+// FIFO queues, contention.
 #include <gtest/gtest.h>
+
+#include <memory>
 
 #include "network/analytical_backend.h"
 #include "network/network_test_support.h"
@@ -189,15 +190,16 @@ class Relay final : public DeliveryListener {
 TEST(CongestionAwareBackend, listeners_may_send_from_inside_a_delivery) {
   const Topology topology = topology_from_yaml(one_dimension_yaml("Ring", 8, "50", "500"));
   EventEngine engine;
-  CongestionAwareBackend backend(engine, topology);
+  std::unique_ptr<NetworkBackend> backend =
+      std::move(make_network_backend("congestion-aware", engine, topology)).value();
   Relay relay(engine);
-  relay.backend = &backend;
-  backend.set_listener(relay);
-  backend.send(0, 1, kMiB, 0);
+  relay.backend = backend.get();
+  backend->set_listener(relay);
+  backend->send(0, 1, kMiB, 0);
   (void)engine.run();
   ASSERT_EQ(relay.times.size(), 4u);
   EXPECT_EQ(relay.times.back().ps(), 4 * (k500NsPs + kMiBAt50Ps));
-  EXPECT_EQ(backend.in_flight(), 0u);
+  EXPECT_EQ(backend->in_flight(), 0u);
 }
 
 TEST(CongestionAwareBackend, two_networks_in_one_process_are_independent) {
