@@ -22,6 +22,7 @@
 #include "gen/dlrm_generator.h"
 #include "gen/inference_generator.h"
 #include "gen/llm_generator.h"
+#include "gen/llm_options.h"
 #include "gen/memory_estimate.h"
 #include "gen/microbench.h"
 
@@ -229,16 +230,7 @@ void print_memory(const std::vector<gen::StageMemory>& stages, uint64_t capacity
 struct LlmOptions {
   TransformerOptions common;
   bool list_models = false;
-  uint64_t global_batch = 0;
-  uint64_t micro_batch = 1;
-  uint32_t seq = 0;
-  uint32_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
-  bool sp = false;
-  uint32_t zero = 0;
-  bool recompute = false;
-  std::string schedule = "1f1b";
-  uint32_t virtual_stages = 0;
-  std::string bucket_size;
+  gen::LlmOptions plan;  // --model and --dtype are taken from `common`
 };
 
 int list_models() {
@@ -267,30 +259,10 @@ int run_llm(const LlmOptions& options) {
         Error::make(ErrorKind::kInvalidArgument,
                     "missing -o PREFIX (rank files are written as <prefix>.<rank>.et)"));
   }
-  gen::ParallelPlan plan;
-  plan.dp = options.dp;
-  plan.tp = options.tp;
-  plan.pp = options.pp;
-  plan.cp = options.cp;
-  plan.ep = options.ep;
-  plan.sp = options.sp;
-  plan.zero = options.zero;
-  plan.recompute = options.recompute;
-  plan.global_batch = options.global_batch;
-  plan.micro_batch = options.micro_batch;
-  plan.seq = options.seq;
-  Expected<gen::PipelineSchedule> schedule = gen::parse_schedule(options.schedule);
-  if (!schedule) return report_error(schedule.error().with_context("--schedule"));
-  plan.schedule = *schedule;
-  plan.virtual_stages = options.virtual_stages != 0 ? options.virtual_stages
-                        : plan.schedule == gen::PipelineSchedule::kInterleaved ? 2
-                                                                               : 1;
-  if (!options.bucket_size.empty()) {
-    Expected<uint64_t> bytes = parse_bytes(options.bucket_size);
-    if (!bytes) return report_error(bytes.error().with_context("--bucket-size"));
-    plan.bucket_bytes = *bytes;
-  }
-  Expected<gen::LlmGenerator> generator = gen::LlmGenerator::create(*model, plan);
+  gen::LlmOptions plan = options.plan;
+  plan.model = options.common.model;
+  plan.dtype = options.common.dtype;
+  Expected<gen::LlmGenerator> generator = gen::make_llm_generator(plan);
   if (!generator) return report_error(generator.error());
   const gen::ParallelPlan& p = generator->plan();
   fmt::print("{}\n", model_line(*model));
@@ -431,24 +403,26 @@ void add_llm_command(CLI::App& gen, int& exit_code) {
       "--global-batch 64 --micro-batch 1 --dp 2 --tp 8 --pp 4 -o gpt3");
   add_transformer_options(*llm, options->common);
   llm->add_flag("--list-models", options->list_models, "List the model presets and exit");
-  llm->add_option("--global-batch", options->global_batch,
+  llm->add_option("--global-batch", options->plan.global_batch,
                   "Sequences per iteration (all replicas)");
-  llm->add_option("--micro-batch", options->micro_batch, "Sequences per micro-batch (default 1)");
-  llm->add_option("--seq", options->seq, "Sequence length (default: the model's)");
-  llm->add_option("--dp", options->dp, "Data-parallel degree");
-  llm->add_option("--tp", options->tp, "Tensor-parallel degree");
-  llm->add_option("--pp", options->pp, "Pipeline-parallel degree (stages)");
-  llm->add_flag("--sp", options->sp, "Sequence parallelism with tensor parallelism");
-  llm->add_option("--cp", options->cp, "Context-parallel degree");
-  llm->add_option("--ep", options->ep, "Expert-parallel degree (divides --dp; MoE models)");
-  llm->add_option("--zero", options->zero,
+  llm->add_option("--micro-batch", options->plan.micro_batch,
+                  "Sequences per micro-batch (default 1)");
+  llm->add_option("--seq", options->plan.seq, "Sequence length (default: the model's)");
+  llm->add_option("--dp", options->plan.dp, "Data-parallel degree");
+  llm->add_option("--tp", options->plan.tp, "Tensor-parallel degree");
+  llm->add_option("--pp", options->plan.pp, "Pipeline-parallel degree (stages)");
+  llm->add_flag("--sp", options->plan.sp, "Sequence parallelism with tensor parallelism");
+  llm->add_option("--cp", options->plan.cp, "Context-parallel degree");
+  llm->add_option("--ep", options->plan.ep, "Expert-parallel degree (divides --dp; MoE models)");
+  llm->add_option("--zero", options->plan.zero,
                   "ZeRO stage: 0 none, 1 optimizer states, 2 and gradients, 3 and weights (FSDP)");
-  llm->add_flag("--recompute", options->recompute, "Full activation recomputation, layer by layer");
-  llm->add_option("--schedule", options->schedule,
+  llm->add_flag("--recompute", options->plan.recompute,
+                "Full activation recomputation, layer by layer");
+  llm->add_option("--schedule", options->plan.schedule,
                   "Pipeline schedule: 1f1b (default) or interleaved");
-  llm->add_option("--virtual-stages", options->virtual_stages,
+  llm->add_option("--virtual-stages", options->plan.virtual_stages,
                   "Model chunks per rank with --schedule interleaved (default 2)");
-  llm->add_option("--bucket-size", options->bucket_size,
+  llm->add_option("--bucket-size", options->plan.bucket_size,
                   "Data-parallel gradient bucket (e.g. 25MiB; default: one bucket per layer)");
   llm->callback([options, &exit_code] { exit_code = run_llm(*options); });
 }

@@ -4,7 +4,11 @@
 //                --communicator GPT_3_3d.yml --cost-model 3d_cost_model.yml]
 //                [--constraint "sum = 500"]... [--objective PerfOpt|PerfPerCost|PerfOptBudget]
 //                [--budget $] [--given 100,200,200] [--output result.json]
-//                [--pareto frontier.svg] [--pareto-points N] [--simulate DIR]
+//                [--trace PREFIX [-g groups.json] | --llm-plan '<orrery gen llm options>']
+//                [--system system.json] [--rank R]
+//                [--pareto frontier.svg] [--pareto-html frontier.html] [--pareto-points N]
+//                [--simulate DIR]
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -17,6 +21,7 @@
 #include "design/libra_report.h"
 #include "design/libra_simulation.h"
 #include "design/libra_solver.h"
+#include "design/libra_workload.h"
 
 namespace orrery::cli {
 
@@ -34,8 +39,15 @@ struct LibraOptions {
   std::vector<double> given;
   std::string output;
   std::string pareto;
+  std::string pareto_html;
   int pareto_points = 16;
   std::string simulate;
+  // A workload derived from a trace set or an `orrery gen llm` plan (design/libra_workload.h).
+  std::string trace;
+  std::string comm_groups;
+  std::string llm_plan;
+  std::string system;
+  int64_t rank = -1;  // -1: not given
 };
 
 Status write_file(const std::string& path, const std::string& text) {
@@ -82,6 +94,57 @@ Expected<design::Problem> assemble(const LibraOptions& options) {
     }
     design::apply_communicator(*groups, problem.layers);
   }
+  const bool derived_flags =
+      !options.comm_groups.empty() || !options.system.empty() || options.rank >= 0;
+  if (!options.trace.empty() || !options.llm_plan.empty()) {
+    design::WorkloadSource source;
+    if (!options.trace.empty()) {
+      source.trace = options.trace;
+      source.where = "--trace " + options.trace;
+      problem.workload_name = std::filesystem::path(options.trace).filename().string();
+    } else {
+      auto llm = design::parse_llm_plan_text(options.llm_plan);
+      if (!llm) return llm.error().with_context("--llm-plan");
+      source.llm = std::move(*llm);
+      source.where = "--llm-plan";
+      problem.workload_name = "llm plan";
+    }
+    problem.layers.clear();
+    problem.workload_source = std::move(source);
+  } else if (!options.workload.empty()) {
+    problem.workload_source.reset();
+  }
+  if (problem.workload_source) {
+    design::WorkloadSource& source = *problem.workload_source;
+    if (!options.communicator.empty()) {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "--communicator gives LIBRA layers their groups; the derived workload "
+                         "({}) takes its groups from the trace or plan",
+                         source.where);
+    }
+    if (!options.comm_groups.empty()) {
+      if (source.trace.empty()) {
+        return Error::make(ErrorKind::kInvalidArgument,
+                           "--comm-groups belongs to a trace (--trace); a plan has its own groups");
+      }
+      source.groups = options.comm_groups;
+    }
+    if (!options.system.empty()) source.system = options.system;
+    if (options.rank >= 0) source.rank = static_cast<uint32_t>(options.rank);
+    if (problem.dimensions.empty()) {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "no network: a derived workload needs the network (--network or a "
+                         "problem file) to place its groups");
+    }
+    Expected<design::DerivedWorkload> derived = design::derive_workload(source, problem.dimensions);
+    if (!derived) return derived.error();
+    problem.layers = std::move(derived->layers);
+    fmt::print("workload     {}\n", derived->summary());
+  } else if (derived_flags) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "--comm-groups, --system and --rank apply to a workload derived from a "
+                       "trace (--trace) or a plan (--llm-plan)");
+  }
   if (!options.cost_model.empty()) {
     auto cost = design::load_libra_cost_model(options.cost_model);
     if (!cost) return cost.error();
@@ -92,8 +155,10 @@ Expected<design::Problem> assemble(const LibraOptions& options) {
                        "no network: give a problem file or --network (LIBRA's network YAML)");
   }
   if (problem.layers.empty()) {
-    return Error::make(ErrorKind::kInvalidArgument,
-                       "no workload: give a problem file or --workload (LIBRA's workload text)");
+    return Error::make(
+        ErrorKind::kInvalidArgument,
+        "no workload: give a problem file, --workload (LIBRA's workload text), --trace or "
+        "--llm-plan");
   }
   if (!options.constraints.empty()) {
     problem.constraints.clear();
@@ -155,18 +220,29 @@ int run_libra(const LibraOptions& options) {
   }
 
   std::vector<design::FrontierPoint> frontier = solution->frontier;
-  if (!options.pareto.empty()) {
+  if (!options.pareto.empty() || !options.pareto_html.empty()) {
     if (frontier.empty() || static_cast<int>(frontier.size()) != options.pareto_points) {
       Expected<std::vector<design::FrontierPoint>> swept =
           design::sweep_frontier(*problem, options.pareto_points);
       if (!swept) return report_error(swept.error().with_context("--pareto"));
       frontier = std::move(*swept);
     }
-    if (Status s = write_file(options.pareto, design::frontier_svg(*problem, *solution, frontier));
-        !s) {
-      return report_error(s.error());
+    if (!options.pareto.empty()) {
+      if (Status s =
+              write_file(options.pareto, design::frontier_svg(*problem, *solution, frontier));
+          !s) {
+        return report_error(s.error());
+      }
+      fmt::print("wrote {} ({} budgets)\n", options.pareto, frontier.size());
     }
-    fmt::print("wrote {} ({} budgets)\n", options.pareto, frontier.size());
+    if (!options.pareto_html.empty()) {
+      if (Status s =
+              write_file(options.pareto_html, design::frontier_html(*problem, *solution, frontier));
+          !s) {
+        return report_error(s.error());
+      }
+      fmt::print("wrote {} ({} budgets)\n", options.pareto_html, frontier.size());
+    }
   }
   if (!options.output.empty()) {
     nlohmann::json json = design::libra_json(*problem, *model, *solution);
@@ -212,12 +288,35 @@ void add_libra_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--network", options->network,
                   "LIBRA network YAML (Topology, NpusCount, CostDimension)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--workload", options->workload,
-                  "LIBRA workload text (ASTRA-sim 1.0 layer lines)")
+  CLI::Option* workload = cmd->add_option("--workload", options->workload,
+                                          "LIBRA workload text (ASTRA-sim 1.0 layer lines)")
+                              ->check(CLI::ExistingFile);
+  CLI::Option* trace = cmd->add_option(
+      "--trace", options->trace,
+      "derive the workload from a Chakra trace set (<prefix>.<rank>.et, one rank\n"
+      "per NPU of the network): the chosen rank's GPU compute and each collective's\n"
+      "bytes and group sizes per dimension (groups must be sub-grids of the network)");
+  CLI::Option* llm_plan = cmd->add_option(
+      "--llm-plan", options->llm_plan,
+      "derive the workload from an orrery gen llm plan, built in memory: its options in\n"
+      "quotes, e.g. --llm-plan '--model gpt3-175b --global-batch 64 --tp 8 --dp 4 --pp 2'");
+  cmd->add_option("-g,--comm-groups", options->comm_groups,
+                  "communicator groups of --trace (default: <prefix>.json when it exists)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--communicator", options->communicator,
-                  "LIBRA communicator YAML (Forward, InputGrad, WeightGrad group sizes)")
+  cmd->add_option("--system", options->system,
+                  "system JSON whose roofline (roofline-enabled, peak-perf, local-mem-bw) times\n"
+                  "compute nodes of --trace / --llm-plan; without it, duration_micros")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--rank", options->rank,
+                  "the rank whose trace stands for the iteration (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  trace->excludes(llm_plan);
+  workload->excludes(trace)->excludes(llm_plan);
+  CLI::Option* communicator =
+      cmd->add_option("--communicator", options->communicator,
+                      "LIBRA communicator YAML (Forward, InputGrad, WeightGrad group sizes)")
+          ->check(CLI::ExistingFile);
+  communicator->excludes(trace)->excludes(llm_plan);
   cmd->add_option("--cost-model", options->cost_model,
                   "LIBRA cost model YAML ($ per GB/s for Link, Switch, Nic)")
       ->check(CLI::ExistingFile);
@@ -234,13 +333,15 @@ void add_libra_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", options->output, "write the result as JSON");
   cmd->add_option("--pareto", options->pareto,
                   "write the time-versus-cost frontier over a budget sweep as SVG");
+  cmd->add_option("--pareto-html", options->pareto_html,
+                  "write the same frontier as a self-contained HTML page (chart and table)");
   cmd->add_option("--pareto-points", options->pareto_points, "budgets in the sweep")
       ->default_val(options->pareto_points)
       ->check(CLI::Range(2, 400));
   cmd->add_option("--simulate", options->simulate,
                   "also run the equal split, the given network and the optimum in the simulator\n"
-                  "(traces, groups and networks written to this folder; every used dimension\n"
-                  "must be used whole)");
+                  "(traces, groups and networks written to this folder; a dimension that groups\n"
+                  "use in part is simulated as sub-dimensions, each with its bandwidth)");
   cmd->callback([options, &exit_code] { exit_code = run_libra(*options); });
 }
 

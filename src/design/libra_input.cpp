@@ -9,6 +9,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "gen/llm_options.h"
+
 namespace orrery::design {
 
 namespace {
@@ -457,11 +459,75 @@ Expected<Problem> load_problem(const std::string& path) {
       }
       problem.layers.push_back(std::move(layer));
     }
+  } else if (workload.IsMap()) {
+    // Derived later, once the network is final (libra_workload.h).
+    WorkloadSource source;
+    source.where = fmt::format("{}:{}", path, line_of(workload));
+    for (const auto& entry : workload) {
+      const std::string key = entry.first.Scalar();
+      const YAML::Node value = entry.second;
+      if (key == "trace") {
+        source.trace = resolve(path, value.Scalar());
+      } else if (key == "groups") {
+        source.groups = resolve(path, value.Scalar());
+      } else if (key == "system") {
+        source.system = resolve(path, value.Scalar());
+      } else if (key == "rank") {
+        Expected<double> rank = as_number(path, value, "rank");
+        if (!rank) return rank.error();
+        if (*rank < 0 || *rank != std::floor(*rank) || *rank > 4e9) {
+          return node_error(path, value, fmt::format("rank {} (expected a rank number)", *rank));
+        }
+        source.rank = static_cast<uint32_t>(*rank);
+      } else if (key == "llm") {
+        if (!value.IsMap()) {
+          return node_error(path, value,
+                            "'llm' must be a mapping of orrery gen llm options (model, tp, ...)");
+        }
+        for (const auto& option : value) {
+          if (!option.second.IsScalar()) {
+            return node_error(path, option.second, "an orrery gen llm option takes one value");
+          }
+          gen::LlmOptions check;  // names and values checked here, so errors get the line
+          const std::string name = option.first.Scalar();
+          if (Status st = gen::set_llm_option(check, name, option.second.Scalar()); !st) {
+            return st.error().with_context(fmt::format("{}:{}", path, line_of(option.first)));
+          }
+          source.llm.emplace_back(name, option.second.Scalar());
+        }
+      } else {
+        return node_error(path, entry.first,
+                          fmt::format("unknown key '{}' in 'workload' (expected trace, groups, "
+                                      "llm, rank, system)",
+                                      key));
+      }
+    }
+    if (source.trace.empty() == source.llm.empty()) {
+      return node_error(path, workload,
+                        "'workload' as a mapping needs exactly one of 'trace' (a Chakra trace "
+                        "set) and 'llm' (orrery gen llm options)");
+    }
+    if (!source.llm.empty() && !source.groups.empty()) {
+      return node_error(path, workload, "'groups' belongs to a trace; a plan has its own groups");
+    }
+    if (problem.workload_name.empty()) {
+      problem.workload_name = source.trace.empty()
+                                  ? "llm plan"
+                                  : std::filesystem::path(source.trace).filename().string();
+    }
+    problem.workload_source = std::move(source);
   } else {
-    return node_error(path, workload, "'workload' must be a file name or a list of layers");
+    return node_error(path, workload,
+                      "'workload' must be a file name, a list of layers, or a mapping with "
+                      "'trace' or 'llm'");
   }
 
   if (const YAML::Node communicator = root["communicator"]) {
+    if (problem.workload_source) {
+      return node_error(path, communicator,
+                        "'communicator' gives LIBRA layers their groups; a workload derived from "
+                        "a trace or a plan takes its groups from there");
+    }
     std::array<std::vector<int32_t>, 3> groups;
     if (communicator.IsScalar()) {
       Expected<std::array<std::vector<int32_t>, 3>> g =

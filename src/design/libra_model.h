@@ -71,6 +71,17 @@ struct UnitCosts {
   double nic = 0;
 };
 
+// A workload to derive from a Chakra trace set or an `orrery gen llm` plan once the network is
+// final (design/libra_workload.h); Problem::layers stays empty until then.
+struct WorkloadSource {
+  std::string trace;   // trace prefix (or one file); "" for a plan
+  std::string groups;  // communicator-group file ("" = <prefix>.json when it exists)
+  std::vector<std::pair<std::string, std::string>> llm;  // `orrery gen llm` options by name
+  std::string system;  // system file whose roofline times compute ("" = durations only)
+  uint32_t rank = 0;   // the rank whose trace stands for the iteration
+  std::string where;   // where it was given ("problem.yml:7", "--trace"), for messages
+};
+
 struct Problem {
   std::vector<Dimension> dimensions;
   std::vector<Layer> layers;
@@ -80,6 +91,7 @@ struct Problem {
   double budget = 0;             // $, for kPerfOptBudget
   std::vector<double> baseline;  // a given network's bandwidths (empty = none)
   std::string workload_name;     // for reports
+  std::optional<WorkloadSource> workload_source;
 };
 
 // The traffic of one collective: bytes per NPU through each dimension, and how many times it

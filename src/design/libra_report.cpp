@@ -151,6 +151,37 @@ nlohmann::json libra_json(const Problem& problem, const TrafficModel& model,
   return out;
 }
 
+namespace {
+
+// Text for XML and HTML: the five special characters as entities.
+std::string escape_markup(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string frontier_svg(const Problem& problem, const Solution& solution,
                          const std::vector<FrontierPoint>& frontier) {
   struct Mark {
@@ -201,7 +232,8 @@ std::string frontier_svg(const Problem& problem, const Solution& solution,
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"24\" font-size=\"15\">LIBRA time-versus-cost frontier: {3} ({4} "
       "dimensions)</text>\n",
-      width, height, left, problem.workload_name.empty() ? "workload" : problem.workload_name,
+      width, height, left,
+      escape_markup(problem.workload_name.empty() ? "workload" : problem.workload_name),
       problem.dimensions.size());
   // Axes and ticks.
   svg += fmt::format(
@@ -256,6 +288,59 @@ std::string frontier_svg(const Problem& problem, const Solution& solution,
   }
   svg += "</svg>\n";
   return svg;
+}
+
+std::string frontier_html(const Problem& problem, const Solution& solution,
+                          const std::vector<FrontierPoint>& frontier) {
+  const std::string name =
+      escape_markup(problem.workload_name.empty() ? "workload" : problem.workload_name);
+  std::string html = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<title>LIBRA frontier: {0}</title>\n<style>\n"
+      "body {{ font-family: sans-serif; margin: 2em; color: #222; }}\n"
+      "table {{ border-collapse: collapse; margin-top: 1em; }}\n"
+      "th, td {{ border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }}\n"
+      "th {{ background: #eee; }}\n</style>\n</head>\n<body>\n"
+      "<h1>LIBRA time-versus-cost frontier: {0}</h1>\n",
+      name);
+  auto bandwidths = [](const std::vector<double>& bw) {
+    std::string text;
+    for (size_t d = 0; d < bw.size(); ++d)
+      text += fmt::format("{}{:.2f}", d == 0 ? "" : " / ", bw[d]);
+    return text;
+  };
+  html += "<ul>\n";
+  html += fmt::format("<li>optimum ({}): {:.4f} ms, ${:.4g}M, B = {} GB/s{}</li>\n",
+                      objective_name(solution.objective), solution.optimum.time_ns / 1e6,
+                      solution.optimum.cost / 1e6, bandwidths(solution.optimum.bandwidth),
+                      solution.certificate.convex
+                          ? fmt::format(", certified gap {:.2g}", solution.certificate.gap)
+                          : ", not certified");
+  if (solution.has_equal) {
+    html += fmt::format("<li>equal split: {:.4f} ms, ${:.4g}M, B = {} GB/s</li>\n",
+                        solution.equal.time_ns / 1e6, solution.equal.cost / 1e6,
+                        bandwidths(solution.equal.bandwidth));
+  }
+  if (solution.has_baseline) {
+    html += fmt::format("<li>given network: {:.4f} ms, ${:.4g}M, B = {} GB/s</li>\n",
+                        solution.baseline.time_ns / 1e6, solution.baseline.cost / 1e6,
+                        bandwidths(solution.baseline.bandwidth));
+  }
+  html += "</ul>\n";
+  html += frontier_svg(problem, solution, frontier);
+  html += "<table>\n<tr><th>budget ($M)</th><th>cost ($M)</th><th>time (ms)</th>";
+  for (size_t d = 0; d < problem.dimensions.size(); ++d) {
+    html += fmt::format("<th>B{} (GB/s)</th>", d);
+  }
+  html += "<th>gap</th></tr>\n";
+  for (const FrontierPoint& p : frontier) {
+    html += fmt::format("<tr><td>{:.6g}</td><td>{:.6g}</td><td>{:.4f}</td>", p.budget / 1e6,
+                        p.allocation.cost / 1e6, p.allocation.time_ns / 1e6);
+    for (const double b : p.allocation.bandwidth) html += fmt::format("<td>{:.2f}</td>", b);
+    html += fmt::format("<td>{:.2g}</td></tr>\n", p.gap);
+  }
+  html += "</table>\n</body>\n</html>\n";
+  return html;
 }
 
 }  // namespace orrery::design

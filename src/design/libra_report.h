@@ -4,7 +4,8 @@
 // busy time, cost) and the summary lines (time, speedup, cost change, certificate).
 // libra_json: the same as one JSON document. frontier_svg: a self-contained SVG of iteration time
 // against network cost over a budget sweep, with the equal split, the given network and the
-// optimum marked. All output is a pure function of its inputs (fixed number formatting).
+// optimum marked; frontier_html the same as a page with a table. All output is a pure function of
+// its inputs (fixed number formatting).
 #pragma once
 
 #include <string>
@@ -22,5 +23,10 @@ nlohmann::json libra_json(const Problem& problem, const TrafficModel& model,
                           const Solution& solution);
 std::string frontier_svg(const Problem& problem, const Solution& solution,
                          const std::vector<FrontierPoint>& frontier);
+// A self-contained HTML page: the optimum, equal split and given network, the SVG inline and a
+// table of every frontier point (budget, cost, time, bandwidths, gap). No scripts, no external
+// files.
+std::string frontier_html(const Problem& problem, const Solution& solution,
+                          const std::vector<FrontierPoint>& frontier);
 
 }  // namespace orrery::design

@@ -1,5 +1,6 @@
 #include "design/libra_simulation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -58,7 +59,119 @@ std::vector<std::pair<size_t, size_t>> schedule(size_t layers) {
   return order;
 }
 
+// The simulated network's dimensions and, per LIBRA dimension, the indices of its parts.
+struct Layout {
+  std::vector<SimulatedDimension> dims;
+  std::vector<std::vector<size_t>> parts;  // per LIBRA dimension: all its simulated dimensions
+  std::vector<int> inner;                  // per LIBRA dimension: the inner part (-1: none)
+  std::vector<int> outer;                  // per LIBRA dimension: the outer part (-1: none)
+};
+
+const char* const kPhaseNames[] = {"forward", "input gradient", "weight gradient"};
+
+// Whether a group that uses dimension d in part takes its outer coordinates (it also uses higher
+// dimensions) or its inner ones; error when it uses lower and higher ones too.
+Expected<bool> takes_outer(const Layer& layer, size_t phase, size_t d) {
+  const std::vector<int32_t>& groups = layer.phases[phase].groups;
+  bool lower = false;
+  bool higher = false;
+  for (size_t e = 0; e < groups.size(); ++e) {
+    if (groups[e] > 1 && e < d) lower = true;
+    if (groups[e] > 1 && e > d) higher = true;
+  }
+  if (lower && higher) {
+    return Error::make(ErrorKind::kConfig,
+                       "layer '{}', {}: the group uses {} NPUs of dimension {} together with lower "
+                       "and higher dimensions; no sub-grid of the simulated network holds it",
+                       layer.name, kPhaseNames[phase], groups[d], d);
+  }
+  return higher;
+}
+
+Expected<Layout> make_layout(const Problem& problem) {
+  const size_t dims = problem.dimensions.size();
+  std::vector<int32_t> inner(dims, 0), outer(dims, 0);
+  std::vector<std::string> whole_by(dims), part_by(dims), inner_by(dims), outer_by(dims);
+  for (const Layer& layer : problem.layers) {
+    for (size_t p = 0; p < 3; ++p) {
+      const Phase& phase = layer.phases[p];
+      if (phase.collective == CollectiveKind::kNone || phase.bytes == 0) continue;
+      for (size_t d = 0; d < dims; ++d) {
+        const int32_t n = phase.groups[d];
+        if (n <= 1) continue;
+        const std::string who = fmt::format("layer '{}', {}", layer.name, kPhaseNames[p]);
+        if (static_cast<uint32_t>(n) == problem.dimensions[d].size) {
+          if (whole_by[d].empty()) whole_by[d] = who;
+          continue;
+        }
+        if (part_by[d].empty()) part_by[d] = who;
+        Expected<bool> is_outer = takes_outer(layer, p, d);
+        if (!is_outer) return is_outer.error();
+        int32_t& side = *is_outer ? outer[d] : inner[d];
+        std::string& side_by = *is_outer ? outer_by[d] : inner_by[d];
+        if (side != 0 && side != n) {
+          return Error::make(ErrorKind::kConfig,
+                             "{} uses {} NPUs of dimension {} and {} uses {}, both on its {} "
+                             "side; the simulated network splits a dimension for one size a side",
+                             who, n, d, side_by, side, *is_outer ? "outer" : "inner");
+        }
+        side = n;
+        side_by = who;
+      }
+    }
+  }
+  Layout layout;
+  layout.parts.resize(dims);
+  layout.inner.assign(dims, -1);
+  layout.outer.assign(dims, -1);
+  for (size_t d = 0; d < dims; ++d) {
+    const uint32_t size = problem.dimensions[d].size;
+    if (part_by[d].empty()) {
+      layout.parts[d].push_back(layout.dims.size());
+      layout.dims.push_back({d, size});
+      continue;
+    }
+    if (!whole_by[d].empty()) {
+      return Error::make(ErrorKind::kConfig,
+                         "dimension {} is used whole by {} and in part by {}: simulating the parts "
+                         "as sub-dimensions with B{} each would let the whole use pipeline over "
+                         "them at more than B{}",
+                         d, whole_by[d], part_by[d], d, d);
+    }
+    const auto a = static_cast<uint32_t>(std::max(inner[d], 1));
+    const auto b = static_cast<uint32_t>(std::max(outer[d], 1));
+    if (size % (a * b) != 0) {
+      return Error::make(ErrorKind::kConfig,
+                         "dimension {} of {} NPUs: {} uses {} inner NPUs and {} uses {} outer "
+                         "ones, and {} x {} does not divide {}",
+                         d, size, inner_by[d].empty() ? "no group" : inner_by[d], a,
+                         outer_by[d].empty() ? "no group" : outer_by[d], b, a, b, size);
+    }
+    const uint32_t parts[3] = {a, size / (a * b), b};
+    for (int part = 0; part < 3; ++part) {
+      if (parts[part] <= 1) continue;
+      if (part == 0) layout.inner[d] = static_cast<int>(layout.dims.size());
+      if (part == 2) layout.outer[d] = static_cast<int>(layout.dims.size());
+      layout.parts[d].push_back(layout.dims.size());
+      layout.dims.push_back({d, parts[part]});
+    }
+  }
+  if (layout.dims.size() > 32) {
+    return Error::make(ErrorKind::kConfig, "{} simulated dimensions (at most 32)",
+                       layout.dims.size());
+  }
+  return layout;
+}
+
 }  // namespace
+
+Expected<std::vector<SimulatedDimension>> simulated_dimensions(const Problem& problem) {
+  Expected<TrafficModel> model = build_traffic_model(problem);
+  if (!model) return model.error();
+  Expected<Layout> layout = make_layout(problem);
+  if (!layout) return layout.error();
+  return layout->dims;
+}
 
 Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::string& folder,
                                          uint32_t chunks) {
@@ -71,17 +184,20 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
                        model->npus);
   }
   const auto ranks = static_cast<uint32_t>(model->npus);
-  std::vector<uint32_t> stride(dims, 1);
-  for (size_t d = 1; d < dims; ++d) stride[d] = stride[d - 1] * problem.dimensions[d - 1].size;
+  Expected<Layout> layout = make_layout(problem);
+  if (!layout) return layout.error();
+  const std::vector<SimulatedDimension>& sim = layout->dims;
+  std::vector<uint32_t> stride(sim.size(), 1);
+  for (size_t d = 1; d < sim.size(); ++d) stride[d] = stride[d - 1] * sim[d - 1].size;
 
-  // Groups keyed by (used-dimension mask, rank of the group's first member).
+  // Groups keyed by (used simulated-dimension mask, rank of the group's first member).
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> group_ids;
   std::vector<std::vector<uint32_t>> group_members;
   auto group_of = [&](uint32_t mask, uint32_t rank) -> uint32_t {
     uint32_t base = rank;
-    for (size_t d = 0; d < dims; ++d) {
+    for (size_t d = 0; d < sim.size(); ++d) {
       if ((mask & (1u << d)) != 0) {
-        const uint32_t coordinate = (rank / stride[d]) % problem.dimensions[d].size;
+        const uint32_t coordinate = (rank / stride[d]) % sim[d].size;
         base -= coordinate * stride[d];
       }
     }
@@ -89,12 +205,11 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
                                             static_cast<uint32_t>(group_members.size() + 1));
     if (inserted) {
       std::vector<uint32_t> members{base};
-      for (size_t d = 0; d < dims; ++d) {
+      for (size_t d = 0; d < sim.size(); ++d) {
         if ((mask & (1u << d)) == 0) continue;
         std::vector<uint32_t> grown;
         for (uint32_t m : members) {
-          for (uint32_t c = 0; c < problem.dimensions[d].size; ++c)
-            grown.push_back(m + c * stride[d]);
+          for (uint32_t c = 0; c < sim[d].size; ++c) grown.push_back(m + c * stride[d]);
         }
         members = std::move(grown);
       }
@@ -103,22 +218,22 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
     }
     return it->second;
   };
-
-  for (const Layer& layer : problem.layers) {
-    for (size_t p = 0; p < 3; ++p) {
-      const Phase& phase = layer.phases[p];
-      if (phase.collective == CollectiveKind::kNone || phase.bytes == 0) continue;
-      for (size_t d = 0; d < dims; ++d) {
-        const int32_t n = phase.groups[d];
-        if (n > 1 && static_cast<uint32_t>(n) != problem.dimensions[d].size) {
-          return Error::make(ErrorKind::kConfig,
-                             "layer '{}': group size {} in dimension {} of size {}; the "
-                             "simulation check needs whole dimensions",
-                             layer.name, n, d, problem.dimensions[d].size);
-        }
+  // The simulated dimensions a phase's group spans (make_layout checked every group).
+  auto mask_of = [&](const Phase& phase) {
+    uint32_t mask = 0;
+    for (size_t d = 0; d < dims; ++d) {
+      const int32_t n = phase.groups[d];
+      if (n <= 1) continue;
+      if (static_cast<uint32_t>(n) == problem.dimensions[d].size) {
+        for (const size_t part : layout->parts[d]) mask |= 1u << part;
+        continue;
       }
+      bool higher = false;
+      for (size_t e = d + 1; e < dims; ++e) higher = higher || phase.groups[e] > 1;
+      mask |= 1u << (higher ? layout->outer[d] : layout->inner[d]);
     }
-  }
+    return mask;
+  };
 
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
@@ -126,6 +241,7 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
   LibraTraces traces;
   traces.prefix = (std::filesystem::path(folder) / "libra").string();
   traces.ranks = ranks;
+  traces.dimensions = sim;
   ChakraProtoMsg::GlobalMetadata metadata;
   metadata.set_version(chakra::kDefaultSchemaVersion);
   const auto order = schedule(problem.layers.size());
@@ -151,10 +267,7 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
         ++id;
       }
       if (phase.collective == CollectiveKind::kNone || phase.bytes == 0) continue;
-      uint32_t mask = 0;
-      for (size_t d = 0; d < dims; ++d) {
-        if (phase.groups[d] > 1) mask |= 1u << d;
-      }
+      const uint32_t mask = mask_of(phase);
       if (mask == 0) continue;
       Node coll;
       coll.set_id(id);
@@ -182,8 +295,9 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
   if (Status s = write_text(traces.comm_groups, groups); !s) return s.error();
 
   std::vector<std::string> impl, a2a;
-  for (const Dimension& d : problem.dimensions) {
-    impl.push_back(d.kind == TopologyKind::kFullyConnected ? "\"direct\"" : "\"ring\"");
+  for (const SimulatedDimension& s : sim) {
+    const bool direct = problem.dimensions[s.parent].kind == TopologyKind::kFullyConnected;
+    impl.push_back(direct ? "\"direct\"" : "\"ring\"");
     a2a.push_back("\"direct\"");
   }
   const std::string system = fmt::format(
@@ -202,16 +316,16 @@ Expected<double> simulate_allocation(const Problem& problem, const LibraTraces& 
                                      const std::vector<double>& bandwidth,
                                      const std::string& network_path, double latency_ns) {
   std::vector<std::string> kinds, sizes, bws, lats;
-  for (size_t d = 0; d < problem.dimensions.size(); ++d) {
-    kinds.push_back(topology_name(problem.dimensions[d].kind));
-    sizes.push_back(std::to_string(problem.dimensions[d].size));
+  for (const SimulatedDimension& s : traces.dimensions) {
+    const TopologyKind kind = problem.dimensions[s.parent].kind;
+    kinds.push_back(topology_name(kind));
+    sizes.push_back(std::to_string(s.size));
     // The simulator's ring runs one direction of a Ring (and uses a Switch uplink), direct uses
     // all n-1 links of a FullyConnected group: links of B_d (B_d / (n-1) for FullyConnected) give
-    // the rate B_d per NPU the model assumes. Its GB is 2^30 bytes, LIBRA's 10^9.
-    double link = bandwidth[d];
-    if (problem.dimensions[d].kind == TopologyKind::kFullyConnected) {
-      link /= static_cast<double>(problem.dimensions[d].size - 1);
-    }
+    // the rate B_d per NPU the model assumes. Its GB is 2^30 bytes, LIBRA's 10^9. A part of a
+    // dimension (simulated_dimensions) gets the same B_d per NPU over its own links.
+    double link = bandwidth[s.parent];
+    if (kind == TopologyKind::kFullyConnected) link /= static_cast<double>(s.size - 1);
     bws.push_back(fmt::format("{:.9f}", link * 1e9 / 1073741824.0));
     lats.push_back(fmt::format("{:.17g}", latency_ns));
   }

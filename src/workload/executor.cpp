@@ -31,6 +31,15 @@ SimTime replay_time(const TraceGraph& graph, NodeIndex node) {
 
 }  // namespace
 
+SimTime roofline_time(uint64_t flops, uint64_t bytes, double peak_tflops, double mem_bw) {
+  // Roofline: performance = min(peak, memory bandwidth x intensity), time = FLOPs / performance.
+  if (bytes == 0) return SimTime::zero();
+  const double intensity = static_cast<double>(flops) / static_cast<double>(bytes);
+  const double perf = std::min(mem_bw * 1e9 * intensity, peak_tflops * 1e12);
+  const double ns = std::floor(static_cast<double>(flops) / perf * 1e9);
+  return SimTime::from_ns(static_cast<int64_t>(ns));
+}
+
 std::string_view activity_name(Activity activity) {
   switch (activity) {
     case Activity::kCompute:
@@ -165,18 +174,13 @@ Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state
                                                           bool cpu) const {
   const TraceGraph& graph = *state.graph;
   if (cpu || options_.replay_only || !options_.roofline) return replay_time(graph, node);
-  // Roofline: performance = min(peak, memory bandwidth x intensity), time = FLOPs / performance.
   Expected<std::optional<uint64_t>> flops = graph.get_uint(node, "num_ops");
   if (!flops) return flops.error();
   Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "tensor_size");
   if (!bytes) return bytes.error();
   if (!flops->has_value() || **flops == 0) return replay_time(graph, node);
-  if (!bytes->has_value() || **bytes == 0) return SimTime::zero();
-  const double intensity = static_cast<double>(**flops) / static_cast<double>(**bytes);
-  const double perf =
-      std::min(options_.local_mem_bw * 1e9 * intensity, options_.peak_perf_tflops * 1e12);
-  const double ns = std::floor(static_cast<double>(**flops) / perf * 1e9);
-  return SimTime::from_ns(static_cast<int64_t>(ns));
+  return roofline_time(**flops, bytes->value_or(0), options_.peak_perf_tflops,
+                       options_.local_mem_bw);
 }
 
 // Issues what can issue on `rank`: ready nodes in ascending id order, each when its slot is free.

@@ -41,6 +41,12 @@ struct ExecutorOptions {
   memory::RemoteMemoryConfig memory;
 };
 
+// The roofline time of a compute node: num_ops / min(peak, memory bandwidth x intensity), with
+// intensity = num_ops / tensor_size, truncated to whole ns; zero when `bytes` is 0. `mem_bw` is in
+// bytes per ns (decimal GB/s). The executor times GPU compute with it when the system enables the
+// roofline; LIBRA's trace-derived workloads (design/libra_workload.h) use it too.
+SimTime roofline_time(uint64_t flops, uint64_t bytes, double peak_tflops, double mem_bw);
+
 // What a rank spends time on. Every issued node that takes time is one activity.
 enum class Activity : uint8_t { kCompute, kCpu, kCollective, kSend, kRecv, kMemory };
 inline constexpr size_t kActivityCount = 6;

@@ -1,12 +1,20 @@
 // LIBRA's optimum checked in the simulator: on reduced 3-D and 4-D networks (64 NPUs) the
-// bandwidths the model finds optimal also give a shorter simulated iteration than the equal split.
+// bandwidths the model finds optimal also give a shorter simulated iteration than the equal split,
+// also when groups use part of a dimension (simulated as sub-dimensions); the split's layout and
+// its refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
 
 #include "design/libra_input.h"
 #include "design/libra_simulation.h"
 #include "design/libra_solver.h"
+#include "design/libra_workload.h"
 
 // Some inputs are the public files in ../shared/data; without that folder these tests skip.
 #define SKIP_WITHOUT_SHARED_DATA()                            \
@@ -58,6 +66,10 @@ TEST(LibraSimulation, optimum_beats_the_equal_split_in_simulation_too) {
       {"GPT_3", four, {{{2, 4, -1, -1}, {2, 4, -1, -1}, {-1, -1, 2, 4}}}},
       {"MSFT_1T", four, {{{2, 4, 2, -1}, {2, 4, 2, -1}, {-1, -1, -1, 4}}}},
       {"ResNet_50", four, {{{-1, -1, -1, -1}, {-1, -1, -1, -1}, {2, 4, 2, 4}}}},
+      // GPT-3 as LIBRA lays it out on 4-D: tensor parallelism over dimension 0 and 2 of the 4
+      // FullyConnected NPUs, data parallelism over the other 2 and the rest (a partial dimension,
+      // simulated as sub-dimensions 2 x 2).
+      {"GPT_3", four, {{{2, 2, -1, -1}, {2, 2, -1, -1}, {-1, 2, 2, 4}}}},
   };
   const std::string root =
       (std::filesystem::temp_directory_path() / "orrery_libra_simulation_test").string();
@@ -88,6 +100,89 @@ TEST(LibraSimulation, optimum_beats_the_equal_split_in_simulation_too) {
     EXPECT_NEAR(*equal, solution->equal.time_ns, 0.01 * solution->equal.time_ns) << label;
     EXPECT_NEAR(*optimum, solution->optimum.time_ns, 0.04 * solution->optimum.time_ns) << label;
   }
+}
+
+// Ring 2 x FullyConnected 4 x Switch 2: tensor groups take 2 x (the inner 2 of dimension 1), data
+// groups (the outer 2 of dimension 1) x 2.
+Problem partial_problem(std::array<std::vector<int32_t>, 3> groups, uint32_t fc = 4) {
+  Problem problem;
+  problem.dimensions = {{TopologyKind::kRing, 2, ""},
+                        {TopologyKind::kFullyConnected, fc, ""},
+                        {TopologyKind::kSwitch, 2, ""}};
+  Layer layer;
+  layer.name = "block";
+  for (size_t p = 0; p < 3; ++p) {
+    layer.phases[p] = {1e6, groups[p].empty() ? CollectiveKind::kNone : CollectiveKind::kAllReduce,
+                       groups[p].empty() ? 0.0 : 1e8, groups[p]};
+    if (groups[p].empty()) layer.phases[p].groups.assign(3, -1);
+  }
+  problem.layers = {layer};
+  problem.constraints = {*parse_constraint("sum = 300", 3)};
+  return problem;
+}
+
+TEST(LibraSimulation, a_partly_used_dimension_is_split_and_its_groups_are_the_models_groups) {
+  const Problem problem = partial_problem({{{2, 2, -1}, {}, {-1, 2, 2}}});
+  Expected<std::vector<SimulatedDimension>> dims = simulated_dimensions(problem);
+  ASSERT_TRUE(dims) << dims.error().message();
+  std::vector<std::pair<size_t, uint32_t>> parts;
+  for (const SimulatedDimension& d : *dims) parts.emplace_back(d.parent, d.size);
+  EXPECT_EQ(parts, (std::vector<std::pair<size_t, uint32_t>>{{0, 2}, {1, 2}, {1, 2}, {2, 2}}));
+  const std::string folder =
+      (std::filesystem::temp_directory_path() / "orrery_libra_partial_test").string();
+  Expected<LibraTraces> traces = write_libra_traces(problem, folder);
+  ASSERT_TRUE(traces) << traces.error().message();
+  // rank = c0 + 2 (c1 + 4 c2), c1 = inner + 2 outer: rank 0's tensor group is c0, inner in
+  // {0, 1} (ranks 0..3); its data group is outer, c2 in {0, 1} (ranks 0, 4, 8, 12).
+  const nlohmann::json groups = nlohmann::json::parse(std::ifstream(traces->comm_groups));
+  std::vector<std::vector<uint32_t>> members;
+  for (const auto& [id, ranks] : groups.items()) members.push_back(ranks);
+  EXPECT_NE(std::find(members.begin(), members.end(), std::vector<uint32_t>{0, 1, 2, 3}),
+            members.end());
+  EXPECT_NE(std::find(members.begin(), members.end(), std::vector<uint32_t>{0, 4, 8, 12}),
+            members.end());
+  EXPECT_EQ(members.size(), 8u);  // 4 tensor groups and 4 data groups
+  // Each group, placed back on LIBRA's network, has the model's group sizes.
+  for (const std::vector<uint32_t>& group : members) {
+    Expected<std::vector<int32_t>> sizes = group_dimension_sizes(group, problem.dimensions);
+    ASSERT_TRUE(sizes) << sizes.error().message();
+    EXPECT_TRUE(*sizes == (std::vector<int32_t>{2, 2, -1}) ||
+                *sizes == (std::vector<int32_t>{-1, 2, 2}));
+  }
+  // The network gives each part the dimension's B per NPU: direct over one link of B1.
+  Expected<double> simulated =
+      simulate_allocation(problem, *traces, {100, 100, 100}, folder + "/equal.yml");
+  ASSERT_TRUE(simulated) << simulated.error().message();
+  const std::string network = [&] {
+    std::ifstream in(folder + "/equal.yml");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  EXPECT_NE(network.find("npus_count: [ 2, 2, 2, 2 ]"), std::string::npos) << network;
+  EXPECT_NE(network.find("topology: [ Ring, FullyConnected, FullyConnected, Switch ]"),
+            std::string::npos)
+      << network;
+}
+
+TEST(LibraSimulation, partial_dimensions_it_cannot_split_are_refused_with_the_reason) {
+  auto message = [](const Problem& problem) {
+    Expected<std::vector<SimulatedDimension>> dims = simulated_dimensions(problem);
+    return dims ? std::string("accepted") : dims.error().message();
+  };
+  // Used whole by one phase and in part by another.
+  EXPECT_NE(message(partial_problem({{{2, 4, -1}, {}, {-1, 2, 2}}}))
+                .find("dimension 1 is used whole by layer 'block', forward and in part by layer "
+                      "'block', weight gradient"),
+            std::string::npos);
+  // Two inner sizes.
+  EXPECT_NE(
+      message(partial_problem({{{2, 2, -1}, {-1, 3, -1}, {}}}, 6)).find("both on its inner side"),
+      std::string::npos);
+  // 4 inner x 2 outer does not divide 6.
+  EXPECT_NE(message(partial_problem({{{2, 4, -1}, {}, {-1, 2, 2}}}, 6)).find("does not divide 6"),
+            std::string::npos);
+  // Part of dimension 1 with dimensions 0 and 2.
+  EXPECT_NE(message(partial_problem({{{2, 2, 2}, {}, {}}})).find("together with lower and higher"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "e2e/run_command.h"
@@ -32,6 +35,21 @@ std::filesystem::path scratch(const std::string& name) {
   return dir / name;
 }
 
+void write_text(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// A 4,096-NPU LIBRA network file when ../shared/data is there, else a 16-NPU one written here:
+// either way not the 8 ranks of the plans below.
+std::string libra_input_or_local() {
+  const std::string shared = libra_input("network/3d_network.yml");
+  if (std::filesystem::exists(shared)) return shared;
+  const std::string path = scratch("net16.yml").string();
+  write_text(path, "Topology: [ Ring, Switch ]\nNpusCount: [ 4, 4 ]\n");
+  return path;
+}
+
 TEST(LibraCli, help_names_the_inputs_and_the_constraint_syntax) {
   CommandResult result = run_orrery({"libra", "--help"});
   EXPECT_EQ(result.exit_code, 0);
@@ -45,12 +63,13 @@ TEST(LibraCli, libra_files_give_a_certified_optimum_json_and_frontier_svg) {
   SKIP_WITHOUT_SHARED_DATA();
   const std::string json_path = scratch("msft.json").string();
   const std::string svg_path = scratch("msft.svg").string();
+  const std::string html_path = scratch("msft.html").string();
   CommandResult result =
       run_orrery({"libra", "--network", libra_input("network/3d_network.yml"), "--workload",
                   libra_input("workload/MSFT_1T.txt"), "--communicator",
                   libra_input("communicator/MSFT_1T_3d.yml"), "--cost-model",
                   libra_input("cost_model/3d_cost_model.yml"), "-c", "sum = 500", "-o", json_path,
-                  "--pareto", svg_path, "--pareto-points", "8"});
+                  "--pareto", svg_path, "--pareto-html", html_path, "--pareto-points", "8"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("LIBRA: MSFT_1T on 3 dimensions (4096 NPUs)"), std::string::npos)
       << result.out;
@@ -65,6 +84,21 @@ TEST(LibraCli, libra_files_give_a_certified_optimum_json_and_frontier_svg) {
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
   EXPECT_NE(svg.find("equal split"), std::string::npos);
+  // The page: the same chart inline, and one table row per budget with the JSON's times.
+  const std::string html = read_whole_file(html_path);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find(svg), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  size_t rows = 0;
+  for (size_t at = html.find("<tr><td>"); at != std::string::npos;
+       at = html.find("<tr><td>", at + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 8u);
+  for (const nlohmann::json& point : json["frontier"]) {
+    const std::string time = fmt::format("<td>{:.4f}</td>", point["time_ns"].get<double>() / 1e6);
+    EXPECT_NE(html.find(time), std::string::npos) << time;
+  }
 }
 
 TEST(LibraCli, problem_file_with_simulation_check_ranks_the_optimum_first) {
@@ -99,15 +133,129 @@ TEST(LibraCli, bad_inputs_are_one_clear_message_and_exit_1) {
   CommandResult no_network = run_orrery({"libra", "--workload", libra_input("workload/GPT_3.txt")});
   EXPECT_EQ(no_network.exit_code, 1);
   EXPECT_NE(no_network.err.find("no network"), std::string::npos) << no_network.err;
-  CommandResult partial =
-      run_orrery({"libra", "--network", libra_input("network/4d_network.yml"), "--workload",
-                  libra_input("workload/GPT_3.txt"), "--communicator",
-                  libra_input("communicator/GPT_3_4d.yml"), "-c", "sum = 500", "--simulate",
-                  scratch("partial").string()});
+  // A group of 2 of the 4 NPUs of dimension 1 that also spans dimensions 0 and 2: no sub-grid
+  // of the simulated network holds it.
+  const std::string straddle = scratch("straddle.yml").string();
+  write_text(straddle,
+             "network:\n"
+             "  - {topology: Ring, size: 2}\n"
+             "  - {topology: FullyConnected, size: 4}\n"
+             "  - {topology: Switch, size: 2}\n"
+             "workload:\n"
+             "  - {name: x, forward: {compute_ns: 1000, collective: ALLREDUCE, bytes: 1e6,\n"
+             "                        groups: [2, 2, 2]}}\n"
+             "constraints: [sum = 300]\n");
+  CommandResult partial = run_orrery({"libra", straddle, "--simulate", scratch("partial")});
   EXPECT_EQ(partial.exit_code, 1);
-  EXPECT_NE(partial.err.find("layer 'Q1': group size 4 in dimension 1 of size 8"),
+  EXPECT_NE(partial.err.find("--simulate: layer 'x', forward: the group uses 2 NPUs of dimension 1 "
+                             "together with lower and higher dimensions"),
             std::string::npos)
       << partial.err;
+}
+
+// A small GPT (4 layers, h 256) with tp 2 x dp 2 x pp 2 on Ring 2 x FullyConnected 2 x Switch 2.
+const char* const kPlan[] = {"--global-batch", "4", "--micro-batch", "1", "--tp", "2",
+                             "--dp",           "2", "--pp",          "2"};
+
+std::string small_model() {
+  const std::string path = scratch("small.json").string();
+  write_text(path, R"({"name": "small", "base": "gpt3-175b", "layers": 4, "hidden": 256,
+                       "heads": 8, "kv_heads": 8, "ffn": 1024, "vocab": 1024, "seq": 256})");
+  return path;
+}
+
+std::string roofline_system() {
+  const std::string path = scratch("a100.json").string();
+  write_text(path, R"({"all-reduce-implementation": ["ring"], "roofline-enabled": 1,
+                       "peak-perf": 312, "local-mem-bw": 2039})");
+  return path;
+}
+
+TEST(LibraCli, help_describes_the_derived_workload_flags) {
+  CommandResult result = run_orrery({"libra", "--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* text : {"--trace", "--llm-plan", "--comm-groups", "--system", "--rank",
+                           "roofline", "sub-grids", "--pareto-html"}) {
+    EXPECT_NE(result.out.find(text), std::string::npos) << text;
+  }
+}
+
+TEST(LibraCli, gen_llm_traces_and_the_same_plan_in_memory_give_the_same_optimum) {
+  std::vector<std::string> gen = {"gen",         "llm", "--model",
+                                  small_model(), "-o",  scratch("llm/w").string()};
+  gen.insert(gen.end(), std::begin(kPlan), std::end(kPlan));
+  CommandResult generated = run_orrery(gen);
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  const std::string problem = scratch("llm_problem.yml").string();
+  write_text(problem,
+             "network:\n"
+             "  - {topology: Ring, size: 2}\n"
+             "  - {topology: FullyConnected, size: 2}\n"
+             "  - {topology: Switch, size: 2}\n"
+             "workload: {trace: llm/w, system: a100.json}\n"
+             "constraints: [sum = 300]\n");
+  roofline_system();
+  const std::string from_trace = scratch("llm_trace.json").string();
+  CommandResult trace =
+      run_orrery({"libra", problem, "-o", from_trace, "--simulate", scratch("llm_sim").string()});
+  ASSERT_EQ(trace.exit_code, 0) << trace.err;
+  EXPECT_NE(trace.out.find("workload     rank 0 of "), std::string::npos) << trace.out;
+  EXPECT_NE(trace.out.find("by the roofline"), std::string::npos) << trace.out;
+  EXPECT_NE(trace.out.find("point-to-point messages"), std::string::npos) << trace.out;
+  const nlohmann::json a = nlohmann::json::parse(read_whole_file(from_trace));
+  // The optimum also wins in simulation.
+  EXPECT_LT(a["simulated"]["optimum"]["simulated_ns"].get<double>(),
+            a["simulated"]["equal"]["simulated_ns"].get<double>());
+
+  std::string plan = "--model " + small_model();
+  for (size_t i = 0; i < std::size(kPlan); i += 2) {
+    plan += fmt::format(" {} {}", kPlan[i], kPlan[i + 1]);
+  }
+  const std::string from_plan = scratch("llm_plan.json").string();
+  CommandResult memory = run_orrery(
+      {"libra", problem, "--llm-plan", plan, "--system", roofline_system(), "-o", from_plan});
+  ASSERT_EQ(memory.exit_code, 0) << memory.err;
+  const nlohmann::json b = nlohmann::json::parse(read_whole_file(from_plan));
+  EXPECT_EQ(a["optimum"]["bandwidth_gbps"], b["optimum"]["bandwidth_gbps"]);
+  EXPECT_EQ(a["optimum"]["time_ns"], b["optimum"]["time_ns"]);
+}
+
+TEST(LibraCli, bad_derived_workloads_are_one_clear_message) {
+  const std::string problem = scratch("llm_bad.yml").string();
+  write_text(problem,
+             "network:\n"
+             "  - {topology: Ring, size: 4}\n"
+             "  - {topology: Switch, size: 2}\n"
+             "workload:\n"
+             "  llm: {model: gpt3-175b, tp: 4, dp: 2, global_batch: 2, pipeline: 2}\n"
+             "constraints: [sum = 300]\n");
+  CommandResult unknown = run_orrery({"libra", problem});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("llm_bad.yml:5: unknown option 'pipeline'"), std::string::npos)
+      << unknown.err;
+  CommandResult ranks = run_orrery({"libra", "--network", libra_input_or_local(), "--llm-plan",
+                                    "--model gpt3-175b --tp 4 --dp 2 --global-batch 2", "--system",
+                                    roofline_system()});
+  EXPECT_EQ(ranks.exit_code, 1);
+  EXPECT_NE(ranks.err.find("--llm-plan: the plan has 8 ranks"), std::string::npos) << ranks.err;
+  const std::string no_system = scratch("llm_no_system.yml").string();
+  write_text(no_system, fmt::format("network:\n"
+                                    "  - {{topology: Ring, size: 4}}\n"
+                                    "  - {{topology: Switch, size: 2}}\n"
+                                    "workload:\n"
+                                    "  llm: {{model: {}, tp: 4, dp: 2, global_batch: 2}}\n"
+                                    "constraints: [sum = 300]\n",
+                                    small_model()));
+  CommandResult no_roofline = run_orrery({"libra", no_system});
+  EXPECT_EQ(no_roofline.exit_code, 1);
+  EXPECT_NE(no_roofline.err.find("FLOPs and no duration_micros"), std::string::npos)
+      << no_roofline.err;
+  CommandResult with_roofline = run_orrery({"libra", no_system, "--system", roofline_system()});
+  EXPECT_EQ(with_roofline.exit_code, 0) << with_roofline.err;
+  CommandResult stray = run_orrery({"libra", example("tp_dp_3d.yml"), "--rank", "2"});
+  EXPECT_EQ(stray.exit_code, 1);
+  EXPECT_NE(stray.err.find("apply to a workload derived from a trace"), std::string::npos)
+      << stray.err;
 }
 
 }  // namespace
