@@ -54,13 +54,16 @@ class Lp {
     glp_set_mat_row(lp_, row, static_cast<int>(index.size() - 1), index.data(), value.data());
   }
   enum class Status { kOptimal, kInfeasible, kUnbounded, kFailed };
-  // Solves; `maximize` flips the direction.
-  Status solve(bool maximize) {
+  // Solves; `maximize` flips the direction. `warm`: start from the last solve's basis with the
+  // dual simplex, as cutting planes want (rows added since keep it dual feasible), instead of
+  // presolving and solving from scratch, which grows with every round of cuts.
+  Status solve(bool maximize, bool warm = false) {
     glp_set_obj_dir(lp_, maximize ? GLP_MAX : GLP_MIN);
     glp_smcp parm;
     glp_init_smcp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
-    parm.presolve = GLP_ON;
+    parm.presolve = warm ? GLP_OFF : GLP_ON;
+    if (warm) parm.meth = GLP_DUALP;  // falls back to the primal simplex when it must
     glp_term_out(GLP_OFF);  // GLPK prints scaling notes otherwise
     glp_scale_prob(lp_, GLP_SF_AUTO);
     const int code = glp_simplex(lp_, &parm);
@@ -258,7 +261,7 @@ Bound lower_bound(const Setup& setup, const Scaled& s, const std::vector<double>
     add_cuts(y);
   }
   for (int round = 0; round < rounds; ++round) {
-    const Lp::Status st = lp.solve(false);
+    const Lp::Status st = lp.solve(false, round > 0);
     if (st != Lp::Status::kOptimal) break;
     const double lower = model.compute_ns + lp.value() * s.reference;
     bound.lower = std::max(bound.lower, lower);
