@@ -59,7 +59,8 @@ Status write_file(const std::string& path, const std::string& text) {
   return Status::ok();
 }
 
-Expected<design::Problem> assemble(const LibraOptions& options) {
+// The problem the files and flags describe. `derived` gets the derived workload's summary line.
+Expected<design::Problem> assemble(const LibraOptions& options, std::string& derived) {
   design::Problem problem;
   if (!options.problem.empty()) {
     Expected<design::Problem> loaded = design::load_problem(options.problem);
@@ -136,10 +137,12 @@ Expected<design::Problem> assemble(const LibraOptions& options) {
                          "no network: a derived workload needs the network (--network or a "
                          "problem file) to place its groups");
     }
-    Expected<design::DerivedWorkload> derived = design::derive_workload(source, problem.dimensions);
-    if (!derived) return derived.error();
-    problem.layers = std::move(derived->layers);
-    fmt::print("workload     {}\n", derived->summary());
+    Expected<design::DerivedWorkload> derived_workload =
+        design::derive_workload(source, problem.dimensions);
+    if (!derived_workload) return derived_workload.error();
+    problem.layers = std::move(derived_workload->layers);
+    derived = derived_workload->summary();
+    fmt::print("workload     {}\n", derived);
   } else if (derived_flags) {
     return Error::make(ErrorKind::kInvalidArgument,
                        "--comm-groups, --system and --rank apply to a workload derived from a "
@@ -182,7 +185,8 @@ Expected<design::Problem> assemble(const LibraOptions& options) {
 }
 
 int run_libra(const LibraOptions& options) {
-  Expected<design::Problem> problem = assemble(options);
+  std::string derived;
+  Expected<design::Problem> problem = assemble(options, derived);
   if (!problem) return report_error(problem.error());
   Expected<design::TrafficModel> model = design::build_traffic_model(*problem);
   if (!model) return report_error(model.error());
@@ -247,6 +251,7 @@ int run_libra(const LibraOptions& options) {
   if (!options.output.empty()) {
     nlohmann::json json = design::libra_json(*problem, *model, *solution);
     if (!simulated.is_null()) json["simulated"] = simulated;
+    if (!derived.empty()) json["derived_workload"] = derived;
     if (!frontier.empty()) {
       nlohmann::json points = nlohmann::json::array();
       for (const design::FrontierPoint& p : frontier) {

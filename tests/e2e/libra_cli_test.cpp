@@ -203,6 +203,7 @@ TEST(LibraCli, gen_llm_traces_and_the_same_plan_in_memory_give_the_same_optimum)
   EXPECT_NE(trace.out.find("by the roofline"), std::string::npos) << trace.out;
   EXPECT_NE(trace.out.find("point-to-point messages"), std::string::npos) << trace.out;
   const nlohmann::json a = nlohmann::json::parse(read_whole_file(from_trace));
+  EXPECT_NE(a["derived_workload"].get<std::string>().find("rank 0 of "), std::string::npos);
   // The optimum also wins in simulation.
   EXPECT_LT(a["simulated"]["optimum"]["simulated_ns"].get<double>(),
             a["simulated"]["equal"]["simulated_ns"].get<double>());
