@@ -110,6 +110,11 @@ Expected<design::Problem> assemble(const LibraOptions& options, std::string& der
       source.where = "--llm-plan";
       problem.workload_name = "llm plan";
     }
+    if (problem.workload_source) {
+      // The problem file's system and rank still apply to the source given on the command line.
+      source.system = problem.workload_source->system;
+      source.rank = problem.workload_source->rank;
+    }
     problem.layers.clear();
     problem.workload_source = std::move(source);
   } else if (!options.workload.empty()) {
@@ -314,7 +319,7 @@ void add_libra_command(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--rank", options->rank,
                   "the rank whose trace stands for the iteration (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{0}, int64_t{4294967295}));
   trace->excludes(llm_plan);
   workload->excludes(trace)->excludes(llm_plan);
   CLI::Option* communicator =
