@@ -285,9 +285,10 @@ void add_libra_command(CLI::App& app, int& exit_code) {
       "Find the bandwidth of each network dimension that minimises the iteration time of a\n"
       "workload (LIBRA), under linear constraints on the bandwidths, optionally within a cost\n"
       "budget or minimising time x cost. Reads LIBRA's own files unchanged, or a problem file\n"
-      "(YAML/JSON). Prints a table per dimension with the speedup over the equal split and a\n"
-      "given network, and certifies the optimum (a lower bound and the gap). See\n"
-      "docs/models/libra.md\n"
+      "(YAML/JSON); the workload can also be derived from a Chakra trace set (--trace) or an\n"
+      "orrery gen llm plan (--llm-plan). Prints a table per dimension with the speedup over the\n"
+      "equal split and a given network, and certifies the optimum (a lower bound and the gap).\n"
+      "See docs/models/libra.md\n"
       "  e.g. orrery libra --network 3d_network.yml --workload GPT_3.txt \\\n"
       "         --communicator GPT_3_3d.yml --cost-model 3d_cost_model.yml \\\n"
       "         --constraint 'sum = 500' --pareto frontier.svg -o result.json");
