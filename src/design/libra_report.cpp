@@ -310,12 +310,14 @@ std::string frontier_html(const Problem& problem, const Solution& solution,
     return text;
   };
   html += "<ul>\n";
-  html += fmt::format("<li>optimum ({}): {:.4f} ms, ${:.4g}M, B = {} GB/s{}</li>\n",
-                      objective_name(solution.objective), solution.optimum.time_ns / 1e6,
-                      solution.optimum.cost / 1e6, bandwidths(solution.optimum.bandwidth),
-                      solution.certificate.convex
-                          ? fmt::format(", certified gap {:.2g}", solution.certificate.gap)
-                          : ", not certified");
+  html += fmt::format(
+      "<li>optimum ({}): {:.4f} ms, ${:.4g}M, B = {} GB/s{}</li>\n",
+      objective_name(solution.objective), solution.optimum.time_ns / 1e6,
+      solution.optimum.cost / 1e6, bandwidths(solution.optimum.bandwidth),
+      // A gap below zero is rounding (the bound equals the time): shown as 0.
+      solution.certificate.convex
+          ? fmt::format(", certified gap {:.2g}", std::max(0.0, solution.certificate.gap))
+          : ", not certified");
   if (solution.has_equal) {
     html += fmt::format("<li>equal split: {:.4f} ms, ${:.4g}M, B = {} GB/s</li>\n",
                         solution.equal.time_ns / 1e6, solution.equal.cost / 1e6,
@@ -337,7 +339,7 @@ std::string frontier_html(const Problem& problem, const Solution& solution,
     html += fmt::format("<tr><td>{:.6g}</td><td>{:.6g}</td><td>{:.4f}</td>", p.budget / 1e6,
                         p.allocation.cost / 1e6, p.allocation.time_ns / 1e6);
     for (const double b : p.allocation.bandwidth) html += fmt::format("<td>{:.2f}</td>", b);
-    html += fmt::format("<td>{:.2g}</td></tr>\n", p.gap);
+    html += fmt::format("<td>{:.2g}</td></tr>\n", std::max(0.0, p.gap));
   }
   html += "</table>\n</body>\n</html>\n";
   return html;
