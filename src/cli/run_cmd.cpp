@@ -140,6 +140,7 @@ int run(RunOptions& options) {
       result->symmetric
           ? fmt::format("\n  fast path: all {} ranks alike, one simulated", result->ranks)
           : "");
+  for (const std::string& note : result->network_notes) std::cout << "  " << note << "\n";
   if (!result->peak_memory.empty()) {
     size_t top = 0;
     for (size_t rank = 1; rank < result->peak_memory.size(); ++rank) {
@@ -191,11 +192,19 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "ASTRA-sim remote memory JSON (default: no memory expansion)");
   cmd->add_option("-g,--comm-group-configuration,--comm-groups", config.comm_groups,
                   "communicator groups JSON {\"1\": [0, 1], ...} (pg_name -> ranks)");
-  cmd->add_option("-b,--network-backend,--backend", config.backend,
-                  "analytical, congestion-aware (store and forward, FIFO links) or flow (max-min "
-                  "fair sharing); all three run on ASTRA-sim files and on graph topologies")
-      ->check(CLI::IsMember({"analytical", "congestion-aware", "flow"}))
+  cmd->add_option(
+         "-b,--network-backend,--backend", config.backend,
+         "analytical, congestion-aware (store and forward, FIFO links) or flow (max-min "
+         "fair sharing); all three run on ASTRA-sim files and on graph topologies; roce "
+         "(packets, PFC, ECN, congestion control; docs/models/roce.md) on graph topologies")
+      ->check(CLI::IsMember({"analytical", "congestion-aware", "flow", "roce"}))
       ->default_str("analytical");
+  cmd->add_option("--roce-config", config.roce_config,
+                  "roce backend: YAML with cc (none, dcqcn, dctcp, timely, hpcc), mtu, buffer, "
+                  "ecn, pfc and per-scheme parameters (default: PFC only, documented defaults)");
+  cmd->add_option("--roce-stats", config.roce_stats,
+                  "roce backend: write per-flow completion times, per-port queue peaks, PAUSE and "
+                  "ECN counts and queue samples as JSON");
   cmd->add_option("--compute-scale", config.compute_scale,
                   "multiply compute times (ASTRA-sim 2.x ignores it)")
       ->check(CLI::PositiveNumber);

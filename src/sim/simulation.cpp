@@ -1,6 +1,7 @@
 #include "sim/simulation.h"
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -13,6 +14,7 @@
 #include "memory/remote_memory_config.h"
 #include "network/flow_backend.h"
 #include "network/graph_yaml.h"
+#include "network/roce_backend.h"
 #include "sim/symmetry.h"
 #include "system/system_config.h"
 #include "workload/comm_groups.h"
@@ -189,9 +191,29 @@ Expected<RunResult> run_simulation(const RunConfig& config,
 
   // ---- the run ----
   EventEngine engine;
+  const bool roce = config.backend == "roce";
+  if (!roce && (!config.roce_config.empty() || !config.roce_stats.empty())) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "--roce-config and --roce-stats need the roce backend (-b roce), not {}",
+                       config.backend);
+  }
+  if (roce && !physical) {
+    return Error::make(
+        ErrorKind::kInvalidArgument,
+        "{}: the roce backend needs a graph topology file (docs/formats/topology.md), "
+        "not an ASTRA-sim network",
+        config.network);
+  }
+  net::RoceConfig roce_config;
+  if (roce && !config.roce_config.empty()) {
+    Expected<net::RoceConfig> loaded_roce = net::load_roce_config(config.roce_config);
+    if (!loaded_roce) return loaded_roce.error();
+    roce_config = *loaded_roce;
+  }
   Expected<std::unique_ptr<net::NetworkBackend>> network =
-      physical ? net::make_fabric_backend(config.backend, engine, physical, *topology)
-               : net::make_network_backend(config.backend, engine, *topology, config.rounding);
+      roce       ? net::make_roce_backend(engine, physical, *topology, roce_config)
+      : physical ? net::make_fabric_backend(config.backend, engine, physical, *topology)
+                 : net::make_network_backend(config.backend, engine, *topology, config.rounding);
   if (!network) return network.error();
 
   std::map<std::string, uint32_t> group_ids;
@@ -388,6 +410,14 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   result.events = engine.events_handled();
   result.messages = (*collectives)->messages_sent();
   result.backend = config.backend;
+  if (const auto* roce_backend = dynamic_cast<const net::RoceBackend*>(network->get())) {
+    result.network_notes = roce_backend->summary_lines();
+    if (!config.roce_stats.empty()) {
+      std::ofstream out(config.roce_stats, std::ios::binary);
+      out << roce_backend->stats_json();
+      if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", config.roce_stats);
+    }
+  }
   if (local_memory) {
     result.peak_memory.resize(rank_count);
     for (uint32_t rank = 0; rank < rank_count; ++rank) {

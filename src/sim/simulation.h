@@ -29,6 +29,10 @@ struct RunConfig {
   std::string remote_memory;  // ASTRA-sim remote memory JSON ("" = no memory expansion)
   std::string comm_groups;    // communicator-group JSON ("" = only METADATA groups)
   std::string backend = "analytical";
+  // `roce` backend only: its configuration file (network/roce_config.h; "" = defaults) and a file
+  // to write its statistics to as JSON ("" = none).
+  std::string roce_config;
+  std::string roce_stats;
   net::TimeRounding rounding = net::TimeRounding::kAstraSim;
   chakra::ValidationMode mode = chakra::ValidationMode::kLenient;
   chakra::DependencyKinds dependencies = chakra::DependencyKinds::kBoth;
@@ -81,6 +85,7 @@ struct RunResult {
   // and `dimensions` holds the totals.
   bool links_aggregated = false;
   std::string backend;
+  std::vector<std::string> network_notes;  // backend-specific summary lines (roce)
 };
 
 // Warnings (lenient repairs, ignored configuration keys) are passed to `warn` as they are found.
