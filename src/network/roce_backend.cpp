@@ -182,6 +182,9 @@ void RoceBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   f.packets = bytes == 0 ? 1 : (bytes + config_.mtu - 1) / config_.mtu;
   f.src = src;
   f.dst = dst;
+  f.message = sequence_;
+  f.traced =
+      std::binary_search(config_.trace_messages.begin(), config_.trace_messages.end(), sequence_);
   graph_->route(src, dst, sequence_, f.path);
   graph_->route(dst, src, sequence_, f.reverse);
   ++sequence_;
@@ -281,6 +284,7 @@ void RoceBackend::transmit(LinkId link, uint32_t packet) {
   ++port.frames;
   port.busy_ps += ser;
   port.tx_bytes += k.size;
+  if (flows_[k.flow].traced) trace(packet, RocePacketEvent::kTransmit, link);
   if (k.type != kData) return;
   ++port.data_packets;
   if (k.psn == 0 && !k.retransmission) ++port.messages;
@@ -343,6 +347,12 @@ bool RoceBackend::nic_send(LinkId link) {
     }
     ++f.snd_nxt;
     f.max_sent = std::max(f.max_sent, f.snd_nxt);
+    if (f.snd_nxt == f.packets) {
+      // Everything sent: leave the round robin until a NACK or a timeout rewinds the QP.
+      port.qps.erase(port.qps.begin() + static_cast<std::ptrdiff_t>(at));
+      port.rr = port.qps.empty() ? 0 : static_cast<uint32_t>(at % port.qps.size());
+      f.in_nic = false;
+    }
     if (config_.cc == CongestionControl::kDcqcn && f.rate < f.line_rate) {
       f.bytes_since_cut += size;
       if (f.bytes_since_cut >= config_.dcqcn.byte_counter) {
@@ -425,6 +435,7 @@ void RoceBackend::arrive(uint32_t packet) {
   const Path& path = k.type == kData ? f.path : f.reverse;
   const LinkId link = path[k.hop];
   if (ports_[link].to_nic) {
+    if (f.traced) trace(packet, RocePacketEvent::kReceive, link);
     if (k.type == kData) {
       receive_data(packet);
     } else {
@@ -446,6 +457,7 @@ void RoceBackend::enqueue_switch(LinkId link, uint32_t packet, LinkId in_link) {
   }
   const NodeId node = out.src;
   if (buffer_used_[node] + k.size > config_.buffer_bytes) {
+    if (flows_[k.flow].traced) trace(packet, RocePacketEvent::kDrop, link);
     ++out.drops;
     ++totals_.drops;
     const uint32_t flow = k.flow;
@@ -551,7 +563,8 @@ void RoceBackend::receive_data(uint32_t packet) {
       done.delivered = true;
       done.finish_ps = now;
       records_.push_back({done.token, done.src, done.dst, done.bytes,
-                          SimTime::from_ps(done.start_ps), SimTime::from_ps(now), 0});
+                          SimTime::from_ps(done.start_ps), SimTime::from_ps(now),
+                          done.retransmitted});
       delivered_now = true;
     }
   } else if (psn > f.rcv_nxt) {
@@ -614,16 +627,8 @@ void RoceBackend::receive_control(uint32_t packet) {
       break;
   }
   free_packet(packet);
-  if (f.snd_una == f.packets && f.in_nic) {
-    Port& port = ports_[f.path[0]];
-    const auto at = std::find(port.qps.begin(), port.qps.end(), k.flow);
-    const auto position = static_cast<uint32_t>(at - port.qps.begin());
-    port.qps.erase(at);
-    if (position < port.rr) --port.rr;
-    if (port.rr >= port.qps.size()) port.rr = 0;
-    f.in_nic = false;
-  } else {
-    try_start(f.path[0]);  // the window may have opened
+  if (f.snd_nxt < f.packets) {
+    activate(k.flow);  // after go-back-N, or the window may have opened
   }
   maybe_release(k.flow);
 }
@@ -653,7 +658,7 @@ void RoceBackend::on_rto(uint32_t flow) {
     ++totals_.timeouts;
     f.snd_nxt = f.snd_una;
     f.last_progress_ps = now;
-    try_start(f.path[0]);
+    activate(flow);
   }
   arm_rto(flow);
 }
@@ -810,6 +815,19 @@ void RoceBackend::hpcc_ack(Flow& f, const Packet& ack, uint32_t packet) {
   f.prev_hops = static_cast<uint8_t>(hops);
 }
 
+void RoceBackend::trace(uint32_t packet, RocePacketEvent::Kind kind, LinkId link) {
+  const Packet& k = packets_[packet];
+  RocePacketEvent e;
+  e.time = engine_.now();
+  e.message = flows_[k.flow].message;
+  e.psn = k.psn;
+  e.link = link;
+  e.kind = kind;
+  e.type = k.type;
+  e.ecn = k.ecn != 0;
+  trace_.push_back(e);
+}
+
 void RoceBackend::sample_queues() {
   const SimTime now = engine_.now();
   for (NodeId node = graph_->npu_count(); node < graph_->node_count(); ++node) {
@@ -953,6 +971,18 @@ std::string RoceBackend::stats_json() const {
     const RoceQueueSample& s = samples_[i];
     out += fmt::format("{}\n    {{\"time_us\": {:.6f}, \"switch\": \"{}\", \"bytes\": {}}}",
                        i == 0 ? "" : ",", s.time.us(), graph_->node_name(s.node), s.bytes);
+  }
+  out += "\n  ],\n  \"packet_trace\": [";
+  static constexpr std::string_view kKinds[] = {"tx", "rx", "drop"};
+  static constexpr std::string_view kTypes[] = {"data", "ack", "nack", "cnp"};
+  for (size_t i = 0; i < trace_.size(); ++i) {
+    const RocePacketEvent& e = trace_[i];
+    const GraphLink& link = graph_->link(e.link);
+    out += fmt::format(
+        "{}\n    {{\"time_us\": {:.6f}, \"message\": {}, \"event\": \"{}\", \"type\": "
+        "\"{}\", \"psn\": {}, \"from\": \"{}\", \"to\": \"{}\", \"ecn\": {}}}",
+        i == 0 ? "" : ",", e.time.us(), e.message, kKinds[e.kind], kTypes[e.type], e.psn,
+        graph_->node_name(link.src), graph_->node_name(link.dst), e.ecn);
   }
   out += "\n  ]\n}\n";
   return out;

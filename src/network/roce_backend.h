@@ -49,7 +49,7 @@ struct RoceFlowRecord {
   uint64_t bytes = 0;
   SimTime start;               // send() time
   SimTime finish;              // last byte delivered in order
-  uint64_t retransmitted = 0;  // data packets sent more than once
+  uint64_t retransmitted = 0;  // data packets sent again before the delivery
 };
 
 // What one egress port (directed link) saw; PFC fields count the link as an ingress at its
@@ -87,6 +87,18 @@ struct RoceQueueSample {
   uint64_t bytes = 0;
 };
 
+// One hop of a traced packet (RoceConfig::trace_messages).
+struct RocePacketEvent {
+  enum Kind : uint8_t { kTransmit, kReceive, kDrop };
+  SimTime time;
+  uint64_t message = 0;  // send order
+  uint64_t psn = 0;      // data: packet number; ACK/NACK: next expected packet
+  LinkId link = 0;       // the link the frame starts on (kTransmit), arrived by or was dropped at
+  Kind kind = kTransmit;
+  uint8_t type = 0;  // 0 data, 1 ACK, 2 NACK, 3 CNP
+  bool ecn = false;  // data: marked so far; ACK: echo
+};
+
 class RoceBackend final : public NetworkBackend, private EventHandler {
  public:
   // `logical` is the topology the system layer sees (same rank count as the graph).
@@ -113,6 +125,7 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   std::vector<RocePortStats> port_stats() const;  // ports that carried traffic, by link id
   RoceTotals totals() const;
   const std::vector<RoceQueueSample>& queue_samples() const { return samples_; }
+  const std::vector<RocePacketEvent>& packet_trace() const { return trace_; }
   // Data bytes delivered in order so far to the receiver of the message carrying `token`
   // (its full size once delivered; 0 for unknown tokens). For tests of rates and fairness.
   uint64_t delivered_bytes(uint64_t token) const;
@@ -216,6 +229,8 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
     double line_rate = 0;  // bytes per ps, the NIC link
     double bdp = 0;        // line rate x base RTT, bytes: the largest window
     bool live = false;     // holds a message (not on the free list)
+    bool traced = false;   // its packets go to the packet trace
+    uint64_t message = 0;  // send order
     // sender
     uint64_t snd_nxt = 0;
     uint64_t snd_una = 0;
@@ -289,6 +304,7 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   uint32_t payload_of(const Flow& f, uint64_t psn) const;
   double uniform();
   void sample_queues();
+  void trace(uint32_t packet, RocePacketEvent::Kind kind, LinkId link);
 
   EventEngine& engine_;
   std::shared_ptr<const Graph> graph_;
@@ -309,6 +325,7 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   std::vector<uint32_t> free_local_;
   std::vector<RoceFlowRecord> records_;
   std::vector<RoceQueueSample> samples_;
+  std::vector<RocePacketEvent> trace_;
   bool sampling_ = false;
   RoceTotals totals_;
   uint64_t rng_;

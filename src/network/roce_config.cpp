@@ -109,6 +109,15 @@ class Reader {
         s = time(v, key, false, c.rto);
       } else if (key == "queue_sample_interval") {
         s = time(v, key, true, c.queue_sample_interval);
+      } else if (key == "trace_messages") {
+        if (!v.IsSequence())
+          return fail(v, "key 'trace_messages': expected a list of message numbers");
+        for (const YAML::Node& item : v) {
+          uint64_t message = 0;
+          if (Status status = u64(item, key, message); !status) return status;
+          c.trace_messages.push_back(message);
+        }
+        std::sort(c.trace_messages.begin(), c.trace_messages.end());
       } else if (key == "ecn") {
         s = section(v, key, {"kmin", "kmax", "pmax"},
                     [&](const std::string& k, const YAML::Node& n) {

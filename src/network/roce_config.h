@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "core/time.h"
@@ -94,6 +95,9 @@ struct RoceConfig {
 
   // Record every switch's buffer occupancy at this period while traffic is in flight (0 = off).
   SimTime queue_sample_interval = SimTime::zero();
+  // Messages whose packets are traced hop by hop, by send order (0 = the first message sent
+  // between two different NPUs), sorted.
+  std::vector<uint64_t> trace_messages;
 };
 
 // Parses a configuration file's text; `file_name` is used in messages. Errors (kConfig, kParse)

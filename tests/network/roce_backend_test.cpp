@@ -273,11 +273,54 @@ TEST(RoceBackend, self_messages_zero_bytes_and_link_stats) {
   EXPECT_EQ(links[2].bytes, 64u);  // the ACK, switch -> npu0
 }
 
+TEST(RoceBackend, the_packet_trace_follows_the_selected_messages_hop_by_hop) {
+  RoceConfig config;
+  config.trace_messages = {1};
+  RoceNet net(star(3, 25, SimTime::from_us(1)), config);
+  net.backend->send(0, 2, 2500, 10);  // message 0: not traced
+  net.backend->send(1, 1, 100, 11);   // to oneself: no message number
+  net.backend->send(1, 2, 2500, 12);  // message 1: 3 packets, 3 ACKs
+  net.engine.run();
+  const std::vector<RocePacketEvent>& trace = net.backend->packet_trace();
+  ASSERT_EQ(trace.size(), 18u);  // each frame: sent by the NIC, sent by the switch, received
+  int data = 0;
+  int acks = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    EXPECT_EQ(trace[i].message, 1u);
+    if (i > 0) {
+      EXPECT_GE(trace[i].time, trace[i - 1].time);
+    }
+    const GraphLink& link = net.graph->link(trace[i].link);
+    if (trace[i].type == 0) {
+      ++data;
+      // sent on npu1 -> s, sent on s -> npu2, received at npu2
+      if (trace[i].kind == RocePacketEvent::kReceive) {
+        EXPECT_EQ(link.dst, 2u);
+      } else {
+        EXPECT_TRUE((link.src == 1 && link.dst == 3) || (link.src == 3 && link.dst == 2));
+      }
+    } else {
+      EXPECT_EQ(trace[i].type, 1);
+      ++acks;
+    }
+  }
+  EXPECT_EQ(data, 9);
+  EXPECT_EQ(acks, 9);
+  EXPECT_EQ(trace[0].kind, RocePacketEvent::kTransmit);
+  EXPECT_EQ(trace[0].psn, 0u);
+  EXPECT_EQ(trace.back().kind, RocePacketEvent::kReceive);
+  EXPECT_EQ(trace.back().type, 1);
+  EXPECT_EQ(trace.back().psn, 3u);  // the last ACK: all three packets received
+  EXPECT_EQ(trace.back().time,
+            net.deliveries.time[12] + SimTime::from_ps(2 * ser_ps(64, 25)) + SimTime::from_us(2));
+}
+
 TEST(RoceConfig, parses_every_section_and_rejects_bad_keys_with_file_and_line) {
   Expected<RoceConfig> ok = parse_roce_config(
       "cc: hpcc\nmtu: 4000\nbuffer: 16MiB\necn: {kmin: 5KB, kmax: 200KB, pmax: 0.01}\n"
       "pfc:\n  enabled: false\n  xoff: 100KB\ndcqcn: {rate_ai: 40Mbps, increase_interval: 300us}\n"
-      "hpcc: {eta: 0.9}\ntimely: {t_low: 10us}\nqueue_sample_interval: 10us\n",
+      "hpcc: {eta: 0.9}\ntimely: {t_low: 10us}\nqueue_sample_interval: 10us\n"
+      "trace_messages: [5, 2]\n",
       "cc.yaml");
   ASSERT_TRUE(ok.has_value()) << ok.error().message();
   EXPECT_EQ(ok->cc, CongestionControl::kHpcc);
@@ -293,6 +336,7 @@ TEST(RoceConfig, parses_every_section_and_rejects_bad_keys_with_file_and_line) {
   EXPECT_DOUBLE_EQ(ok->hpcc.eta, 0.9);
   EXPECT_EQ(ok->timely.t_low, SimTime::from_us(10));
   EXPECT_EQ(ok->queue_sample_interval, SimTime::from_us(10));
+  EXPECT_EQ(ok->trace_messages, (std::vector<uint64_t>{2, 5}));
   EXPECT_TRUE(parse_roce_config("", "empty.yaml").has_value());
 
   const std::map<std::string, std::string> bad = {
@@ -306,6 +350,7 @@ TEST(RoceConfig, parses_every_section_and_rejects_bad_keys_with_file_and_line) {
       {"mtu: 10\n", "cc.yaml:1: key 'mtu': found '10', expected an integer from 64 to 65536"},
       {"pfc: {enabled: maybe}\n",
        "cc.yaml:1: key 'enabled': found 'maybe', expected true or false"},
+      {"trace_messages: 3\n", "cc.yaml:1: key 'trace_messages': expected a list"},
       {"rto: soon\n", "cc.yaml:1: key 'rto': found 'soon', expected a positive time"},
       {"[1, 2]\n", "cc.yaml:1: expected a mapping"},
       {"cc: [\n", "cc.yaml:"},

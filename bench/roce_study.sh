@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The congestion-control study of issue #10 on the reference's 128-NPU two-tier Clos (8 leaves x
+# 16 NPUs, 8 spines, 200 Gb/s, 5 us NPU-leaf, 12.5 us leaf-spine): ring all-reduce (one 128-rank
+# ring), hierarchical all-reduce (rings inside leaves, then across), and all-to-all, each under
+# PFC only, DCQCN, DCTCP, TIMELY and HPCC with the default parameters (docs/models/roce.md).
+# Prints one row per run: collective time, PAUSE frames, time paused, ECN marks, peak switch
+# buffer and peak egress queue, drops, and the wall time of `orrery run`.
+# Usage: bench/roce_study.sh [build-dir] [size, default 64MiB] [schemes, default all]
+set -euo pipefail
+build=${1:-build}
+size=${2:-64MiB}
+schemes=${3:-"none dcqcn dctcp timely hpcc"}
+orrery="$(cd "$(dirname "$build")" && pwd)/$(basename "$build")/orrery"
+work=$(mktemp -d /tmp/orrery-roce.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+cat > "$work/sys.json" <<'JSON'
+{"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+ "preferred-dataset-splits": 4, "collective-optimization": "localBWAware", "local-mem-bw": 1600,
+ "all-reduce-implementation": ["ring", "ring"], "all-gather-implementation": ["ring", "ring"],
+ "reduce-scatter-implementation": ["ring", "ring"], "all-to-all-implementation": ["direct", "direct"]}
+JSON
+printf 'generator: clos2\nlogical: [[Ring, 128]]\n' > "$work/ring.yml"
+printf 'generator: clos2\n' > "$work/hier.yml"   # logical [[Switch, 16], [Switch, 8]]
+printf 'generator: clos2\nlogical: [[Switch, 128]]\n' > "$work/flat.yml"
+"$orrery" gen microbench --collective all-reduce --size "$size" --ranks 128 -o "$work/ar" > /dev/null
+"$orrery" gen microbench --collective all-to-all --size "$size" --ranks 128 -o "$work/a2a" > /dev/null
+
+printf '| collective | cc | time (us) | PAUSE frames | paused (us, all ports) | ECN marks | peak buffer | peak egress queue | drops | wall (s) |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
+run_case() {  # label workload network
+  local label=$1 workload=$2 net=$3 cc
+  for cc in $schemes; do
+    printf 'cc: %s\n' "$cc" > "$work/cc.yml"
+    local start end
+    start=$(date +%s.%N)
+    "$orrery" run -q -w "$workload" -s "$work/sys.json" -n "$work/$net.yml" -b roce \
+      --roce-config "$work/cc.yml" --roce-stats "$work/stats.json" > "$work/out.txt"
+    end=$(date +%s.%N)
+    local sim
+    sim=$(awk '/simulated time/ {gsub(",", "", $3); printf "%.1f", $3 / 1000}' "$work/out.txt")
+    python3 - "$work/stats.json" "$label" "$cc" "$sim" "$start" "$end" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = s["totals"]
+peak_q = max((p["peak_queue_bytes"] for p in s["ports"]), default=0)
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {t['pauses']} | {t['paused_us']:.1f} | "
+      f"{t['ecn_marks']} | {t['peak_buffer_bytes'] / 1024:.0f} KiB | {peak_q / 1024:.0f} KiB | "
+      f"{t['drops']} | {float(sys.argv[6]) - float(sys.argv[5]):.1f} |")
+PY
+  done
+}
+run_case "ring all-reduce $size" "$work/ar" ring
+run_case "hierarchical all-reduce $size" "$work/ar" hier
+run_case "all-to-all $size" "$work/a2a" flat
