@@ -52,7 +52,7 @@ RoceBackend::RoceBackend(EventEngine& engine, std::shared_ptr<const Graph> graph
   std::vector<uint64_t> headroom(ports_.size(), 0);
   for (LinkId id = 0; id < ports_.size(); ++id) {
     const Port& port = ports_[id];
-    if (port.to_nic) continue;
+    if (port.to_nic && !g.spec().npu_forwarding) continue;
     headroom[id] = config_.headroom_bytes != 0
                        ? config_.headroom_bytes
                        : static_cast<uint64_t>(
@@ -65,7 +65,7 @@ RoceBackend::RoceBackend(EventEngine& engine, std::shared_ptr<const Graph> graph
       config_.xon_offset_bytes != 0 ? config_.xon_offset_bytes : 2ull * data_frame;
   for (LinkId id = 0; id < ports_.size(); ++id) {
     Port& port = ports_[id];
-    if (port.to_nic) continue;
+    if (ingress_count[port.dst] == 0) continue;
     uint64_t xoff = config_.xoff_bytes;
     if (xoff == 0) {
       const uint64_t free = config_.buffer_bytes > headroom_total[port.dst]
@@ -185,8 +185,10 @@ void RoceBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   f.message = sequence_;
   f.traced =
       std::binary_search(config_.trace_messages.begin(), config_.trace_messages.end(), sequence_);
-  graph_->route(src, dst, sequence_, f.path);
-  graph_->route(dst, src, sequence_, f.reverse);
+  // ECMP labels per pair (network/graph.h), so a message takes the path the flow backend gives it.
+  const uint64_t label = labels_.next(src, dst);
+  graph_->route(src, dst, label, f.path);
+  graph_->route(dst, src, label, f.reverse);
   ++sequence_;
   const int64_t now = engine_.now().ps();
   f.start_ps = now;
@@ -261,10 +263,11 @@ void RoceBackend::try_start(LinkId link) {
     return;
   }
   if (port.paused) return;
-  if (port.nic) {
-    nic_send(link);
-  } else if (port.queue[kDataClass].head != kNil) {
+  // Packets in transit first (switches; NPUs that forward), then the NIC's own QPs.
+  if (port.queue[kDataClass].head != kNil) {
     transmit(link, pop(port.queue[kDataClass]));
+  } else if (port.nic) {
+    nic_send(link);
   }
 }
 
@@ -288,8 +291,8 @@ void RoceBackend::transmit(LinkId link, uint32_t packet) {
   if (k.type != kData) return;
   ++port.data_packets;
   if (k.psn == 0 && !k.retransmission) ++port.messages;
-  if (port.nic) return;
-  // Leaving a switch: free its buffer and the ingress link's PFC count.
+  if (k.in_link == kNil) return;  // from the NIC's own QP
+  // Leaving a switch (or a forwarding NPU): free its buffer and the ingress link's PFC count.
   buffer_used_[port.src] -= k.size;
   Port& in = ports_[k.in_link];
   in.ingress_bytes -= k.size;
@@ -434,7 +437,7 @@ void RoceBackend::arrive(uint32_t packet) {
   const Flow& f = flows_[k.flow];
   const Path& path = k.type == kData ? f.path : f.reverse;
   const LinkId link = path[k.hop];
-  if (ports_[link].to_nic) {
+  if (k.hop + 1u == path.size()) {
     if (f.traced) trace(packet, RocePacketEvent::kReceive, link);
     if (k.type == kData) {
       receive_data(packet);

@@ -329,7 +329,8 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   bool sampling_ = false;
   RoceTotals totals_;
   uint64_t rng_;
-  uint64_t sequence_ = 0;
+  FlowLabels labels_;
+  uint64_t sequence_ = 0;  // messages between different NPUs so far (packet trace numbering)
   uint64_t in_flight_ = 0;
 };
 

@@ -94,6 +94,25 @@ TEST(RoceBackend, a_lone_message_follows_the_store_and_forward_closed_form) {
   EXPECT_EQ(net.backend->in_flight(), 0u);
 }
 
+// NPUs that forward (rings, tori) store and forward like switches: same closed form over 2 hops.
+TEST(RoceBackend, npus_that_forward_relay_packets) {
+  GraphSpec spec;
+  spec.name = "line";
+  spec.npus = 3;
+  spec.npu_forwarding = true;
+  for (uint32_t i = 0; i < 2; ++i) {
+    spec.links.push_back({i, i + 1, Bandwidth::from_gbps(25), SimTime::from_ns(700), 0});
+    spec.links.push_back({i + 1, i, Bandwidth::from_gbps(25), SimTime::from_ns(700), 0});
+  }
+  RoceNet net(std::move(spec), RoceConfig{});
+  net.backend->send(0, 2, 10'250, 1);  // 10 full packets and one of 250 B
+  net.engine.run();
+  ASSERT_EQ(net.deliveries.time.count(1), 1u);
+  const int64_t full = ser_ps(1062, 25);
+  EXPECT_EQ(net.deliveries.time[1].ps(), 10 * full + ser_ps(312, 25) + full + 2 * 700'000);
+  EXPECT_EQ(net.backend->in_flight(), 0u);
+}
+
 // A long message alone reaches the line rate (payload share of the frames) under every scheme.
 TEST(RoceBackend, one_flow_reaches_line_rate_under_every_scheme) {
   for (CongestionControl cc :
