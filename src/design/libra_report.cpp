@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/markup.h"
+
 namespace orrery::design {
 
 namespace {
@@ -151,36 +153,7 @@ nlohmann::json libra_json(const Problem& problem, const TrafficModel& model,
   return out;
 }
 
-namespace {
-
-// Text for XML and HTML: the five special characters as entities.
-std::string escape_markup(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string frontier_svg(const Problem& problem, const Solution& solution,
                          const std::vector<FrontierPoint>& frontier) {

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/markup.h"
 #include "core/units.h"
 #include "report/run_report.h"
 
@@ -316,33 +317,6 @@ Expected<RunDoc> read_document(const Json& root) {
 // Text: escaping and numbers as people read them. Everything is locale-independent.
 // ---------------------------------------------------------------------------------------------
 
-std::string esc(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // An SVG coordinate: one decimal, never "-0.0".
 std::string coord(double value) { return fmt::format("{:.1f}", std::round(value * 10) / 10 + 0.0); }
 
@@ -601,7 +575,7 @@ void Page::head() {
       "<title>orrery report: {}</title>\n"
       // An empty icon, so that no browser asks for /favicon.ico.
       "<link rel=\"icon\" href=\"data:,\">\n<style>{}</style>\n</head>\n<body>\n<main>\n",
-      esc(title), kStyle);
+      escape_markup(title), kStyle);
 }
 
 // The last two components of a path, for a title: "examples/llama/workload" -> "llama/workload".
@@ -617,9 +591,9 @@ void Page::header() {
   add("<header class=\"top\">\n<div class=\"eyebrow\">orrery &middot; simulation report</div>\n"
       "<h1>{}</h1>\n<p class=\"meta\">{} ranks on <span class=\"path\">{}</span>, {} "
       "backend{}</p>\n</header>\n",
-      esc(doc_.workload.empty() ? std::string("run") : short_name(doc_.workload)),
-      count_text(doc_.ranks), esc(doc_.network), esc(doc_.backend),
-      doc_.timing.empty() ? std::string() : fmt::format(", {} timing", esc(doc_.timing)));
+      escape_markup(doc_.workload.empty() ? std::string("run") : short_name(doc_.workload)),
+      count_text(doc_.ranks), escape_markup(doc_.network), escape_markup(doc_.backend),
+      doc_.timing.empty() ? std::string() : fmt::format(", {} timing", escape_markup(doc_.timing)));
 }
 
 void Page::card(const char* key, const char* label, const std::string& value,
@@ -654,8 +628,8 @@ void Page::summary() {
        fastest ? fmt::format("finishes at {}; fastest rank {} at {}", time_text(slowest_finish),
                              count_text(fastest->rank), time_text(fastest->finish))
                : std::string("finishes last"));
-  card("backend", "Network backend", esc(doc_.backend),
-       doc_.timing.empty() ? std::string() : esc(doc_.timing) + " timing");
+  card("backend", "Network backend", escape_markup(doc_.backend),
+       doc_.timing.empty() ? std::string() : escape_markup(doc_.timing) + " timing");
   card("collectives", "Collectives", count_text(doc_.collectives),
        doc_.collective_rows.empty()
            ? std::string("none")
@@ -679,7 +653,8 @@ void Page::summary() {
   const std::pair<const char*, const std::string*> facts[] = {
       {"Workload", &doc_.workload}, {"Network", &doc_.network}, {"System", &doc_.system}};
   for (const auto& [name, value] : facts) {
-    if (!value->empty()) add("<dt>{}</dt><dd class=\"path\">{}</dd>\n", name, esc(*value));
+    if (!value->empty())
+      add("<dt>{}</dt><dd class=\"path\">{}</dd>\n", name, escape_markup(*value));
   }
   add("</dl>\n</section>\n");
 }
@@ -698,7 +673,8 @@ void Page::open_svg(const char* id, double width, double height, const std::stri
                     const std::string& extra_attributes) {
   add("<svg id=\"{}\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" "
       "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\"{}>\n",
-      id, coord(width), coord(height), coord(width), coord(height), esc(label), extra_attributes);
+      id, coord(width), coord(height), coord(width), coord(height), escape_markup(label),
+      extra_attributes);
 }
 
 // Grid lines and labels for values growing upwards, from `bottom` to `top`.
@@ -835,7 +811,7 @@ void Page::breakdown() {
       tooltip += fmt::format("\n{}: {}", kParts[part].label, time_text(bar.parts[part]));
     }
     add("<g class=\"rank-bar\" data-label=\"{}\" data-finish-ns=\"{}\"><title>{}</title>",
-        esc(bar.label), bar.max_finish, esc(tooltip));
+        escape_markup(bar.label), bar.max_finish, escape_markup(tooltip));
     double stacked = 0;
     for (size_t part = 0; part < kParts.size(); ++part) {
       const double value = std::max(0.0, bar.parts[part]);
@@ -862,7 +838,7 @@ void Page::breakdown() {
         coord(x - 3), coord(x + width + 3), coord(finish_y), coord(finish_y), kInk);
     if (idx % every == 0) {
       add("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", coord(center),
-          coord(kBottom + 17), esc(bar.label));
+          coord(kBottom + 17), escape_markup(bar.label));
     }
     add("</g>\n");
   }
@@ -905,7 +881,7 @@ void Page::collectives() {
   std::map<std::string, bool> seen;
   for (const CollectiveRow* row : order) {
     if (!seen.emplace(row->type, true).second) continue;
-    entries.emplace_back(palette(type_color[row->type]), esc(row->type));
+    entries.emplace_back(palette(type_color[row->type]), escape_markup(row->type));
   }
   legend(entries);
 
@@ -935,10 +911,10 @@ void Page::collectives() {
         "\u00b7 {} \u00b7 {}</text>"
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" fill=\"{}\"/>"
         "<text class=\"value\" x=\"{}\" y=\"{}\" dy=\"0.32em\">{}</text></g>\n",
-        row.duration, esc(tooltip), coord(kLeft - 10), coord(y + kRow / 2), idx + 1, esc(row.type),
-        esc(group_label(row.group)), bytes_text(row.bytes), coord(kLeft), coord(y + 4),
-        coord(width), coord(kRow - 8), palette(type_color[row.type]), coord(kLeft + width + 6),
-        coord(y + kRow / 2), time_text(row.duration));
+        row.duration, escape_markup(tooltip), coord(kLeft - 10), coord(y + kRow / 2), idx + 1,
+        escape_markup(row.type), escape_markup(group_label(row.group)), bytes_text(row.bytes),
+        coord(kLeft), coord(y + 4), coord(width), coord(kRow - 8), palette(type_color[row.type]),
+        coord(kLeft + width + 6), coord(y + kRow / 2), time_text(row.duration));
   }
   add("<text class=\"title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">duration</text>\n",
       coord((kLeft + kRight) / 2), coord(height - 6));
@@ -959,10 +935,11 @@ void Page::collectives() {
     add("<tr><td class=\"num\">{}</td><td><span class=\"dot\" style=\"background:{}\"></span>{}"
         "</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td>",
-        idx + 1, palette(type_color[row.type]), esc(row.type), esc(group_text(row.group)),
-        count_text(row.ranks), bytes_text(row.bytes), time_text(row.start),
-        time_text(row.duration));
-    if (algorithms) add("<td>{}</td>", row.algorithm.empty() ? "&ndash;" : esc(row.algorithm));
+        idx + 1, palette(type_color[row.type]), escape_markup(row.type),
+        escape_markup(group_text(row.group)), count_text(row.ranks), bytes_text(row.bytes),
+        time_text(row.start), time_text(row.duration));
+    if (algorithms)
+      add("<td>{}</td>", row.algorithm.empty() ? "&ndash;" : escape_markup(row.algorithm));
     if (algbw) {
       add("<td class=\"num\">{}</td>", row.algbw ? gbps_text(*row.algbw) : "&ndash;");
     }
@@ -1077,11 +1054,12 @@ void Page::dimension_chart(const std::vector<double>& busiest) {
         "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2.5\"/>"
         "<text class=\"value\" x=\"{}\" y=\"{}\">{} mean</text>"
         "<text x=\"{}\" y=\"{}\">busiest {}</text></g>\n",
-        dim.dimension, dim.utilization, esc(tooltip), coord(kLeft - 10), coord(y + row / 2 - 3),
-        dim.dimension, esc(dim.topology), dim.size, coord(kLeft - 10), coord(y + row / 2 + 12),
-        gbps_text(dim.bandwidth_gbps), count_text(dim.links_used), count_text(dim.links),
-        coord(kLeft), coord(bar_top), coord(x_of(dim.utilization) - kLeft), coord(bar_height),
-        palette(idx + 2), coord(x_of(busiest[idx])), coord(x_of(busiest[idx])), coord(bar_top - 4),
+        dim.dimension, dim.utilization, escape_markup(tooltip), coord(kLeft - 10),
+        coord(y + row / 2 - 3), dim.dimension, escape_markup(dim.topology), dim.size,
+        coord(kLeft - 10), coord(y + row / 2 + 12), gbps_text(dim.bandwidth_gbps),
+        count_text(dim.links_used), count_text(dim.links), coord(kLeft), coord(bar_top),
+        coord(x_of(dim.utilization) - kLeft), coord(bar_height), palette(idx + 2),
+        coord(x_of(busiest[idx])), coord(x_of(busiest[idx])), coord(bar_top - 4),
         coord(bar_top + bar_height + 4), kInk, coord(kValues), coord(y + row / 2 - 3),
         percent_text(dim.utilization), coord(kValues), coord(y + row / 2 + 12),
         percent_text(busiest[idx]));
