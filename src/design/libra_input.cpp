@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gen/llm_options.h"
+#include "network/yaml_text.h"
 
 namespace orrery::design {
 
@@ -26,12 +27,7 @@ Expected<std::string> read_text(const std::string& path) {
 Expected<YAML::Node> read_yaml(const std::string& path) {
   Expected<std::string> text = read_text(path);
   if (!text) return text.error();
-  try {
-    return YAML::Load(*text);
-  } catch (const YAML::Exception& error) {
-    return Error::make(ErrorKind::kParse, "{}:{}: not valid YAML: {}", path, error.mark.line + 1,
-                       error.msg);
-  }
+  return net::parse_yaml_text(*text, path);
 }
 
 int line_of(const YAML::Node& node) { return node.Mark().line + 1; }

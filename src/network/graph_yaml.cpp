@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "network/topology_yaml.h"
+#include "network/yaml_text.h"
 
 namespace orrery::net {
 
@@ -597,13 +598,9 @@ Expected<GraphSpec> generate_graph(std::string_view generator, const GeneratorPa
 }
 
 Expected<GraphSpec> parse_graph_yaml(std::string_view text, std::string_view file_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& error) {
-    return Error(ErrorKind::kParse, fmt::format("{}:{}: not valid YAML: {}", file_name,
-                                                error.mark.line + 1, error.msg));
-  }
+  Expected<YAML::Node> parsed = parse_yaml_text(text, file_name);
+  if (!parsed) return parsed.error();
+  const YAML::Node& root = *parsed;
   if (!root.IsMap()) {
     return Error::make(ErrorKind::kTopology, "{}:1: expected a mapping (a graph topology file)",
                        file_name);
@@ -657,13 +654,9 @@ std::string write_graph_yaml(const Graph& graph) {
 }
 
 Expected<NetworkDescription> parse_network_yaml(std::string_view text, std::string_view file_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& error) {
-    return Error(ErrorKind::kParse, fmt::format("{}:{}: not valid YAML: {}", file_name,
-                                                error.mark.line + 1, error.msg));
-  }
+  Expected<YAML::Node> parsed = parse_yaml_text(text, file_name);
+  if (!parsed) return parsed.error();
+  const YAML::Node& root = *parsed;
   const bool graph_file = root.IsMap() && !root["topology"].IsDefined() &&
                           (root["links"].IsDefined() || root["generator"].IsDefined());
   if (!graph_file) {

@@ -12,6 +12,7 @@
 
 #include "core/units.h"
 #include "network/graph_yaml.h"
+#include "network/yaml_text.h"
 
 namespace orrery::net {
 
@@ -302,13 +303,9 @@ class Reader {
 }  // namespace
 
 Expected<RoceConfig> parse_roce_config(std::string_view text, std::string_view file_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& error) {
-    return Error(ErrorKind::kParse, fmt::format("{}:{}: not valid YAML: {}", file_name,
-                                                error.mark.line + 1, error.msg));
-  }
+  Expected<YAML::Node> parsed = parse_yaml_text(text, file_name);
+  if (!parsed) return parsed.error();
+  const YAML::Node& root = *parsed;
   RoceConfig config;
   if (root.IsNull()) return config;
   if (!root.IsMap()) {

@@ -10,6 +10,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "network/yaml_text.h"
+
 namespace orrery::net {
 
 namespace {
@@ -122,13 +124,9 @@ class Reader {
   }
 
   Expected<Topology> read(std::string_view text) {
-    YAML::Node root;
-    try {
-      root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& error) {
-      return Error(ErrorKind::kParse,
-                   fmt::format("{}:{}: not valid YAML: {}", file_, error.mark.line + 1, error.msg));
-    }
+    Expected<YAML::Node> parsed = parse_yaml_text(text, file_);
+    if (!parsed) return parsed.error();
+    const YAML::Node& root = *parsed;
     if (!root.IsMap()) {
       return fail(line_of(root, 1),
                   "expected a mapping with keys topology, npus_count, bandwidth and latency, "
