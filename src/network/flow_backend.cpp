@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "core/slot_pool.h"
 #include "network/graph_congestion_backend.h"
 
 namespace orrery::net {
@@ -87,8 +88,7 @@ void FlowBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   assert(listener_ != nullptr && "flow backend: send before set_listener");
   assert(src < fabric_->npu_count() && dst < fabric_->npu_count());
   path_.clear();
-  if (src != dst)
-    fabric_->route(src, dst, fabric_->multipath() ? labels_.next(src, dst) : 0, path_);
+  if (src != dst) fabric_->route(src, dst, labels_.next(*fabric_, src, dst), path_);
   start(take_flow(), path_, bytes, token);
 }
 
@@ -185,19 +185,18 @@ void FlowBackend::recompute() {
   dirty_ = false;
   ++epoch_;
   // The level below which nothing changes (see the header); 0 = refill everything.
-  int64_t level = departed_level_;
-  for (uint32_t index : arrived_) {
-    const Flow& flow = flows_[index];
-    for (uint32_t slot : flow.slots) {
-      const SlotState& state = slot_state_[slot];
-      level = std::min(level, state.capacity / static_cast<int64_t>(state.flows.size()));
-    }
-  }
+  int64_t level = 0;
   visited_.clear();
   if (incremental_) {
+    level = departed_level_;
+    for (uint32_t index : arrived_) {
+      for (uint32_t slot : flows_[index].slots) {
+        const SlotState& state = slot_state_[slot];
+        level = std::min(level, state.capacity / static_cast<int64_t>(state.flows.size()));
+      }
+    }
     for (uint32_t slot : seeds_) seed(slot);
   } else {
-    level = 0;
     for (uint32_t index : active_) {
       for (uint32_t slot : flows_[index].slots) seed(slot);
     }
@@ -383,8 +382,7 @@ void GraphAnalyticalBackend::set_listener(DeliveryListener& listener) {
 void GraphAnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   assert(listener_ != nullptr && src < fabric_->npu_count() && dst < fabric_->npu_count());
   path_.clear();
-  if (src != dst)
-    fabric_->route(src, dst, fabric_->multipath() ? labels_.next(src, dst) : 0, path_);
+  if (src != dst) fabric_->route(src, dst, labels_.next(*fabric_, src, dst), path_);
   deliver_over(path_, bytes, token);
 }
 
@@ -410,15 +408,8 @@ void GraphAnalyticalBackend::deliver_over(const Path& path, uint64_t bytes, uint
     present.push(delivery);
     counters.peak = std::max(counters.peak, static_cast<uint32_t>(present.size()));
   }
-  uint32_t index = 0;
-  if (free_tokens_.empty()) {
-    index = static_cast<uint32_t>(tokens_.size());
-    tokens_.push_back(token);
-  } else {
-    index = free_tokens_.back();
-    free_tokens_.pop_back();
-    tokens_[index] = token;
-  }
+  const uint32_t index = take_slot(tokens_, free_tokens_);
+  tokens_[index] = token;
   ++in_flight_;
   (void)engine_.schedule_at(delivery, id_, 0, index);
 }

@@ -184,6 +184,11 @@ uint64_t mix64(uint64_t x);
 // have talked: 16 bytes per pair at most half full; O(1) expected per message.
 class FlowLabels {
  public:
+  // The label of the next message from `src` to `dst` on `fabric`; 0 (nothing counted) when the
+  // fabric's routes do not depend on it.
+  uint64_t next(const Fabric& fabric, Rank src, Rank dst) {
+    return fabric.multipath() ? next(src, dst) : 0;
+  }
   uint64_t next(Rank src, Rank dst);
   size_t memory_bytes() const { return slots_.capacity() * sizeof(Slot); }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "core/slot_pool.h"
+
 namespace orrery::net {
 
 GraphCongestionBackend::GraphCongestionBackend(EventEngine& engine,
@@ -23,17 +25,8 @@ void GraphCongestionBackend::set_listener(DeliveryListener& listener) {
 }
 
 uint32_t GraphCongestionBackend::take_message() {
-  uint32_t index = 0;
-  if (free_messages_.empty()) {
-    index = static_cast<uint32_t>(messages_.size());
-    messages_.emplace_back();
-  } else {
-    index = free_messages_.back();
-    free_messages_.pop_back();
-  }
-  messages_[index] = Message{};
   ++in_flight_;
-  return index;
+  return take_slot(messages_, free_messages_);
 }
 
 void GraphCongestionBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
@@ -51,7 +44,7 @@ void GraphCongestionBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t t
     (void)engine_.schedule_after(SimTime::zero(), id_, kArrive, index);
     return;
   }
-  message.key = fabric_->route_key(src, dst, fabric_->multipath() ? labels_.next(src, dst) : 0);
+  message.key = fabric_->route_key(src, dst, labels_.next(*fabric_, src, dst));
   const Hop hop = fabric_->next_hop(src, dst, message.key);
   message.link = hop.link;
   message.next = hop.next;

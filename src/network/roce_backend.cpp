@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/slot_pool.h"
 #include "core/units.h"
 
 namespace orrery::net {
@@ -142,16 +143,7 @@ void RoceBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   assert(src < graph_->npu_count() && dst < graph_->npu_count());
   ++in_flight_;
   if (src == dst) {
-    uint32_t slot;
-    if (!free_local_.empty()) {
-      slot = free_local_.back();
-      free_local_.pop_back();
-      local_tokens_[slot] = token;
-    } else {
-      local_tokens_.push_back(token);
-      slot = static_cast<uint32_t>(local_tokens_.size() - 1);
-    }
-    engine_.schedule_at(engine_.now(), id_, kLocal, slot);
+    deliver_after(SimTime::zero(), token);
     return;
   }
   uint32_t index;
@@ -186,7 +178,7 @@ void RoceBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   f.traced =
       std::binary_search(config_.trace_messages.begin(), config_.trace_messages.end(), sequence_);
   // ECMP labels per pair (network/graph.h), so a message takes the path the flow backend gives it.
-  const uint64_t label = labels_.next(src, dst);
+  const uint64_t label = labels_.next(*graph_, src, dst);
   graph_->route(src, dst, label, f.path);
   graph_->route(dst, src, label, f.reverse);
   ++sequence_;
@@ -234,16 +226,13 @@ void RoceBackend::send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes, 
   port.frames += packets;
   port.busy_ps += ser.ps();
   ++port.messages;
-  uint32_t slot;
-  if (!free_local_.empty()) {
-    slot = free_local_.back();
-    free_local_.pop_back();
-    local_tokens_[slot] = token;
-  } else {
-    local_tokens_.push_back(token);
-    slot = static_cast<uint32_t>(local_tokens_.size() - 1);
-  }
-  engine_.schedule_after(ser + SimTime::from_ps(port.latency), id_, kLocal, slot);
+  deliver_after(ser + SimTime::from_ps(port.latency), token);
+}
+
+void RoceBackend::deliver_after(SimTime delay, uint64_t token) {
+  const uint32_t slot = take_slot(local_tokens_, free_local_);
+  local_tokens_[slot] = token;
+  engine_.schedule_after(delay, id_, kLocal, slot);
 }
 
 void RoceBackend::activate(uint32_t flow) {

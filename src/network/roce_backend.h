@@ -279,6 +279,8 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
 
   void handle_event(const Event& event) override;
   uint32_t take_packet();
+  // A message that never enters the fabric (to oneself, in-network hops): delivered `delay` on.
+  void deliver_after(SimTime delay, uint64_t token);
   void free_packet(uint32_t index);
   void push(Queue& queue, uint32_t packet);
   uint32_t pop(Queue& queue);

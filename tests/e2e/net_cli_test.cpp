@@ -175,11 +175,24 @@ TEST(NetCli, send_and_info_read_graph_topologies) {
   EXPECT_EQ(info.exit_code, 0) << info.err;
   EXPECT_NE(info.out.find("switches:   3"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("links:      12 (directed"), std::string::npos) << info.out;
-  const CommandResult bad =
-      run_orrery({"net", "send", "--network", clos, "--src", "0", "--dst", "9", "--size", "1"});
-  EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.err.find("--dst 9 is out of range: the network has 4 ranks"), std::string::npos)
-      << bad.err;
+  const struct {
+    std::vector<std::string> args;
+    const char* message;
+  } bad_cases[] = {
+      {{"--src", "0", "--dst", "9", "--size", "1"},
+       "--dst 9 is out of range: the network has 4 ranks"},
+      {{"--src", "0", "--dst", "3", "--size", "1000000TiB"},
+       "--size 1000000TiB: the message would take more than 2^61 ps (26 days) on link 0"},
+      {{"--src", "0", "--dst", "3", "--size", "1", "--backend", "garnet"},
+       "--backend: backend 'garnet' does not run on a graph topology"},
+  };
+  for (const auto& c : bad_cases) {
+    std::vector<std::string> args = {"net", "send", "--network", clos};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const CommandResult bad = run_orrery(args);
+    EXPECT_EQ(bad.exit_code, 1) << c.message;
+    EXPECT_NE(bad.err.find(c.message), std::string::npos) << bad.err;
+  }
   std::filesystem::remove(clos);
 }
 
