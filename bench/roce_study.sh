@@ -4,12 +4,15 @@
 # ring), hierarchical all-reduce (rings inside leaves, then across), and all-to-all, each under
 # PFC only, DCQCN, DCTCP, TIMELY and HPCC with the default parameters (docs/models/roce.md).
 # Prints one row per run: collective time, PAUSE frames, time paused, ECN marks, peak switch
-# buffer and peak egress queue, drops, and the wall time of `orrery run`.
+# buffer and peak egress queue, drops, the wall time of `orrery run`, and the same collective under
+# the `flow` backend for reference.
 # Usage: bench/roce_study.sh [build-dir] [size, default 64MiB] [schemes, default all]
+# QP=message runs with a queue pair per message instead of one per pair of NPUs (docs/models/roce.md).
 set -euo pipefail
 build=${1:-build}
 size=${2:-64MiB}
 schemes=${3:-"none dcqcn dctcp timely hpcc"}
+qp=${QP:-pair}
 orrery="$(cd "$(dirname "$build")" && pwd)/$(basename "$build")/orrery"
 work=$(mktemp -d /tmp/orrery-roce.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -26,12 +29,15 @@ printf 'generator: clos2\nlogical: [[Switch, 128]]\n' > "$work/flat.yml"
 "$orrery" gen microbench --collective all-reduce --size "$size" --ranks 128 -o "$work/ar" > /dev/null
 "$orrery" gen microbench --collective all-to-all --size "$size" --ranks 128 -o "$work/a2a" > /dev/null
 
-printf '| collective | cc | time (us) | PAUSE frames | paused (us, all ports) | ECN marks | peak buffer | peak egress queue | drops | wall (s) |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| collective | cc | time (us) | vs flow | PAUSE frames | paused (us, all ports) | ECN marks | peak buffer | peak egress queue | drops | wall (s) |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 run_case() {  # label workload network
-  local label=$1 workload=$2 net=$3 cc
+  local label=$1 workload=$2 net=$3 cc flow
+  flow=$("$orrery" run -q -w "$workload" -s "$work/sys.json" -n "$work/$net.yml" -b flow |
+    awk '/simulated time/ {gsub(",", "", $3); printf "%.1f", $3 / 1000}')
+  echo "| $label | flow backend | $flow | | | | | | | | |"
   for cc in $schemes; do
-    printf 'cc: %s\n' "$cc" > "$work/cc.yml"
+    printf 'cc: %s\nqp: %s\n' "$cc" "$qp" > "$work/cc.yml"
     local start end
     start=$(date +%s.%N)
     "$orrery" run -q -w "$workload" -s "$work/sys.json" -n "$work/$net.yml" -b roce \
@@ -39,12 +45,13 @@ run_case() {  # label workload network
     end=$(date +%s.%N)
     local sim
     sim=$(awk '/simulated time/ {gsub(",", "", $3); printf "%.1f", $3 / 1000}' "$work/out.txt")
-    python3 - "$work/stats.json" "$label" "$cc" "$sim" "$start" "$end" <<'PY'
+    python3 - "$work/stats.json" "$label" "$cc" "$sim" "$start" "$end" "$flow" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 t = s["totals"]
 peak_q = max((p["peak_queue_bytes"] for p in s["ports"]), default=0)
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {t['pauses']} | {t['paused_us']:.1f} | "
+ratio = float(sys.argv[4]) / float(sys.argv[7])
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {ratio:.3f}x | {t['pauses']} | {t['paused_us']:.1f} | "
       f"{t['ecn_marks']} | {t['peak_buffer_bytes'] / 1024:.0f} KiB | {peak_q / 1024:.0f} KiB | "
       f"{t['drops']} | {float(sys.argv[6]) - float(sys.argv[5]):.1f} |")
 PY

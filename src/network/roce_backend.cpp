@@ -133,12 +133,6 @@ uint32_t RoceBackend::pop(Queue& queue) {
   return packet;
 }
 
-uint32_t RoceBackend::payload_of(const Flow& f, uint64_t psn) const {
-  const uint64_t offset = psn * config_.mtu;
-  return static_cast<uint32_t>(
-      std::min<uint64_t>(config_.mtu, f.bytes - std::min(f.bytes, offset)));
-}
-
 void RoceBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   assert(src < graph_->npu_count() && dst < graph_->npu_count());
   ++in_flight_;
@@ -146,44 +140,72 @@ void RoceBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
     deliver_after(SimTime::zero(), token);
     return;
   }
-  uint32_t index;
-  if (!free_flows_.empty()) {
-    index = free_flows_.back();
-    free_flows_.pop_back();
+  const uint32_t qp = qp_for(src, dst);
+  const uint32_t m = take_slot(messages_, free_messages_);
+  Message& msg = messages_[m];
+  Qp& q = qps_[qp];
+  msg.token = token;
+  msg.bytes = bytes;
+  msg.first = q.posted;
+  msg.end = q.posted + (bytes == 0 ? 1 : (bytes + config_.mtu - 1) / config_.mtu);
+  msg.seq = sequence_++;
+  msg.start_ps = engine_.now().ps();
+  msg.traced =
+      std::binary_search(config_.trace_messages.begin(), config_.trace_messages.end(), msg.seq);
+  q.posted = msg.end;
+  if (msg.traced) ++q.traced;
+  if (q.tail == kNil) {
+    q.head = q.tail = q.tx = q.rx = m;
   } else {
-    flows_.emplace_back();
-    index = static_cast<uint32_t>(flows_.size() - 1);
+    messages_[q.tail].next = m;
+    q.tail = m;
+    if (q.tx == kNil) q.tx = m;
+    if (q.rx == kNil) q.rx = m;
+  }
+  activate(qp);
+  if (config_.queue_sample_interval > SimTime::zero() && !sampling_) {
+    sampling_ = true;
+    engine_.schedule_after(config_.queue_sample_interval, id_, kSample, 0);
+  }
+}
+
+uint32_t RoceBackend::qp_for(Rank src, Rank dst) {
+  const uint64_t key = (uint64_t{src} << 32) | dst;
+  if (config_.qp == QpMode::kPair) {
+    if (auto it = pair_qp_.find(key); it != pair_qp_.end()) return it->second;
+  }
+  uint32_t index;
+  if (!free_qps_.empty()) {
+    index = free_qps_.back();
+    free_qps_.pop_back();
+  } else {
+    qps_.emplace_back();
+    index = static_cast<uint32_t>(qps_.size() - 1);
   }
   {
     // Reset the record but keep the path vectors' capacity (no allocation once warm).
-    Flow& old = flows_[index];
+    Qp& old = qps_[index];
     Path path = std::move(old.path);
     Path reverse = std::move(old.reverse);
     const uint32_t generation = old.generation + 1;
-    old = Flow{};
+    old = Qp{};
     old.path = std::move(path);
     old.reverse = std::move(reverse);
     old.path.clear();
     old.reverse.clear();
     old.generation = generation;
   }
-  Flow& f = flows_[index];
+  if (config_.qp == QpMode::kPair) pair_qp_.emplace(key, index);
+  Qp& f = qps_[index];
   f.live = true;
-  f.token = token;
-  f.bytes = bytes;
-  f.packets = bytes == 0 ? 1 : (bytes + config_.mtu - 1) / config_.mtu;
   f.src = src;
   f.dst = dst;
-  f.message = sequence_;
-  f.traced =
-      std::binary_search(config_.trace_messages.begin(), config_.trace_messages.end(), sequence_);
-  // ECMP labels per pair (network/graph.h), so a message takes the path the flow backend gives it.
+  // ECMP labels per pair (network/graph.h): the k-th QP of a pair takes the path the flow
+  // backend gives the pair's k-th message.
   const uint64_t label = labels_.next(*graph_, src, dst);
   graph_->route(src, dst, label, f.path);
   graph_->route(dst, src, label, f.reverse);
-  ++sequence_;
   const int64_t now = engine_.now().ps();
-  f.start_ps = now;
   f.last_progress_ps = now;
   f.alpha_ps = now;
   int64_t rtt = 0;
@@ -208,11 +230,15 @@ void RoceBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
     default:
       break;
   }
-  activate(index);
-  if (config_.queue_sample_interval > SimTime::zero() && !sampling_) {
-    sampling_ = true;
-    engine_.schedule_after(config_.queue_sample_interval, id_, kSample, 0);
+  return index;
+}
+
+uint32_t RoceBackend::message_at(const Qp& q, uint64_t psn) const {
+  for (uint32_t m = q.head; m != kNil; m = messages_[m].next) {
+    if (psn < messages_[m].first) return kNil;
+    if (psn < messages_[m].end) return m;
   }
+  return kNil;
 }
 
 void RoceBackend::send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes, uint64_t token) {
@@ -235,13 +261,13 @@ void RoceBackend::deliver_after(SimTime delay, uint64_t token) {
   engine_.schedule_after(delay, id_, kLocal, slot);
 }
 
-void RoceBackend::activate(uint32_t flow) {
-  Flow& f = flows_[flow];
-  if (!f.in_nic) {
-    f.in_nic = true;
-    ports_[f.path[0]].qps.push_back(flow);
+void RoceBackend::activate(uint32_t qp) {
+  Qp& q = qps_[qp];
+  if (!q.in_nic && q.snd_nxt < q.posted) {
+    q.in_nic = true;
+    ports_[q.path[0]].qps.push_back(qp);
   }
-  try_start(f.path[0]);
+  try_start(q.path[0]);
 }
 
 void RoceBackend::try_start(LinkId link) {
@@ -276,7 +302,7 @@ void RoceBackend::transmit(LinkId link, uint32_t packet) {
   ++port.frames;
   port.busy_ps += ser;
   port.tx_bytes += k.size;
-  if (flows_[k.flow].traced) trace(packet, RocePacketEvent::kTransmit, link);
+  if (qps_[k.qp].traced != 0) trace(packet, RocePacketEvent::kTransmit, link);
   if (k.type != kData) return;
   ++port.data_packets;
   if (k.psn == 0 && !k.retransmission) ++port.messages;
@@ -309,8 +335,8 @@ bool RoceBackend::nic_send(LinkId link) {
   for (size_t i = 0; i < n; ++i) {
     const size_t at = (port.rr + i) % n;
     const uint32_t index = port.qps[at];
-    Flow& f = flows_[index];
-    if (f.snd_nxt >= f.packets) continue;
+    Qp& f = qps_[index];
+    if (f.snd_nxt >= f.posted) continue;
     if (f.window > 0 && f.snd_nxt > f.snd_una &&
         static_cast<double>((f.snd_nxt - f.snd_una) * config_.mtu) >= f.window) {
       continue;
@@ -319,14 +345,23 @@ bool RoceBackend::nic_send(LinkId link) {
       earliest = std::min(earliest, f.next_send_ps);
       continue;
     }
-    port.rr = static_cast<uint32_t>((at + 1) % n);
+    // The next turn starts after this QP (taken modulo the list then, so a QP that joins at the
+    // end now is next in line).
+    port.rr = static_cast<uint32_t>(at + 1);
     const uint32_t packet = take_packet();
     Packet& k = packets_[packet];
     k.type = kData;
-    k.flow = index;
+    k.qp = index;
     k.psn = f.snd_nxt;
     k.sent_ps = now;
-    uint32_t size = payload_of(f, f.snd_nxt) + config_.header_bytes;
+    // The message holding snd_nxt: the cursor only moves forward, except after going back N.
+    if (f.tx == kNil || messages_[f.tx].first > f.snd_nxt) f.tx = f.head;
+    while (messages_[f.tx].end <= f.snd_nxt) f.tx = messages_[f.tx].next;
+    Message& msg = messages_[f.tx];
+    const uint64_t offset = (f.snd_nxt - msg.first) * config_.mtu;
+    uint32_t size = static_cast<uint32_t>(
+                        std::min<uint64_t>(config_.mtu, msg.bytes - std::min(msg.bytes, offset))) +
+                    config_.header_bytes;
     if (config_.cc == CongestionControl::kHpcc) {
       const size_t switches = std::min<size_t>(f.path.size() - 1, kMaxIntHops);
       size += static_cast<uint32_t>(switches) * config_.int_hop_bytes;
@@ -334,15 +369,15 @@ bool RoceBackend::nic_send(LinkId link) {
     k.size = size;
     if (f.snd_nxt < f.max_sent) {
       k.retransmission = 1;
-      ++f.retransmitted;
+      ++msg.retransmitted;
       ++totals_.retransmitted;
     }
     ++f.snd_nxt;
     f.max_sent = std::max(f.max_sent, f.snd_nxt);
-    if (f.snd_nxt == f.packets) {
-      // Everything sent: leave the round robin until a NACK or a timeout rewinds the QP.
+    if (f.snd_nxt == f.posted) {
+      // Everything sent: leave the round robin until a new message, a NACK or a timeout.
       port.qps.erase(port.qps.begin() + static_cast<std::ptrdiff_t>(at));
-      port.rr = port.qps.empty() ? 0 : static_cast<uint32_t>(at % port.qps.size());
+      port.rr = static_cast<uint32_t>(at);
       f.in_nic = false;
     }
     if (config_.cc == CongestionControl::kDcqcn && f.rate < f.line_rate) {
@@ -396,7 +431,7 @@ void RoceBackend::handle_event(const Event& event) {
     case kRtoTimer: {
       const auto index = static_cast<uint32_t>(event.arg >> 32);
       const auto generation = static_cast<uint32_t>(event.arg);
-      Flow& f = flows_[index];
+      Qp& f = qps_[index];
       if (!f.live || f.generation != generation) break;
       if (event.kind == kRtoTimer) {
         if (f.rto_at == event.time.ps()) on_rto(index);
@@ -423,11 +458,11 @@ void RoceBackend::handle_event(const Event& event) {
 
 void RoceBackend::arrive(uint32_t packet) {
   Packet& k = packets_[packet];
-  const Flow& f = flows_[k.flow];
+  const Qp& f = qps_[k.qp];
   const Path& path = k.type == kData ? f.path : f.reverse;
   const LinkId link = path[k.hop];
   if (k.hop + 1u == path.size()) {
-    if (f.traced) trace(packet, RocePacketEvent::kReceive, link);
+    if (f.traced != 0) trace(packet, RocePacketEvent::kReceive, link);
     if (k.type == kData) {
       receive_data(packet);
     } else {
@@ -449,13 +484,13 @@ void RoceBackend::enqueue_switch(LinkId link, uint32_t packet, LinkId in_link) {
   }
   const NodeId node = out.src;
   if (buffer_used_[node] + k.size > config_.buffer_bytes) {
-    if (flows_[k.flow].traced) trace(packet, RocePacketEvent::kDrop, link);
+    if (qps_[k.qp].traced != 0) trace(packet, RocePacketEvent::kDrop, link);
     ++out.drops;
     ++totals_.drops;
-    const uint32_t flow = k.flow;
-    --flows_[flow].alive;
+    const uint32_t qp = k.qp;
+    --qps_[qp].alive;
     free_packet(packet);
-    maybe_release(flow);
+    maybe_release(qp);
     return;
   }
   Queue& queue = out.queue[kDataClass];
@@ -505,12 +540,12 @@ void RoceBackend::pause(LinkId link, bool on) {
   }
 }
 
-void RoceBackend::send_control(uint32_t flow, PacketType type, uint64_t psn, uint32_t echo) {
+void RoceBackend::send_control(uint32_t qp, PacketType type, uint64_t psn, uint32_t echo) {
   const uint32_t packet = take_packet();  // may move packets_: index, not reference, for echo
   Packet& c = packets_[packet];
-  Flow& f = flows_[flow];
+  Qp& f = qps_[qp];
   c.type = type;
-  c.flow = flow;
+  c.qp = qp;
   c.psn = psn;
   c.size = config_.control_bytes;
   c.sent_ps = echo != kNil ? packets_[echo].sent_ps : engine_.now().ps();
@@ -528,57 +563,61 @@ void RoceBackend::send_control(uint32_t flow, PacketType type, uint64_t psn, uin
 }
 
 void RoceBackend::receive_data(uint32_t packet) {
-  const uint32_t index = packets_[packet].flow;
+  const uint32_t index = packets_[packet].qp;
   const uint64_t psn = packets_[packet].psn;
   const bool ecn = packets_[packet].ecn != 0;
-  Flow& f = flows_[index];
   const int64_t now = engine_.now().ps();
-  bool delivered_now = false;
-  if (psn == f.rcv_nxt) {
-    ++f.rcv_nxt;
-    if (ecn) f.ece = true;
-    if (ecn && config_.cc == CongestionControl::kDcqcn &&
-        now - f.last_cnp_ps >= config_.dcqcn.cnp_interval.ps()) {
-      f.last_cnp_ps = now;
-      ++totals_.cnps;
-      send_control(index, kCnp, 0, kNil);
-    }
-    ++flows_[index].unacked;
-    const bool complete = flows_[index].rcv_nxt == flows_[index].packets;
-    if (flows_[index].unacked >= config_.ack_interval || complete) {
-      send_control(index, kAck, flows_[index].rcv_nxt, packet);
-      flows_[index].unacked = 0;
-      flows_[index].ece = false;
-    }
-    if (complete && !flows_[index].delivered) {
-      Flow& done = flows_[index];
-      done.delivered = true;
-      done.finish_ps = now;
-      records_.push_back({done.token, done.src, done.dst, done.bytes,
-                          SimTime::from_ps(done.start_ps), SimTime::from_ps(now),
-                          done.retransmitted});
-      delivered_now = true;
-    }
-  } else if (psn > f.rcv_nxt) {
-    if (f.nacked != f.rcv_nxt) {
+  uint64_t delivered = UINT64_MAX;  // token of the message this packet completes
+  const bool in_order = psn == qps_[index].rcv_nxt;
+  {
+    Qp& f = qps_[index];
+    if (in_order) {
+      ++f.rcv_nxt;
+      if (ecn) f.ece = true;
+      if (ecn && config_.cc == CongestionControl::kDcqcn &&
+          now - f.last_cnp_ps >= config_.dcqcn.cnp_interval.ps()) {
+        f.last_cnp_ps = now;
+        ++totals_.cnps;
+        send_control(index, kCnp, psn, kNil);
+      }
+    } else if (psn > f.rcv_nxt && f.nacked != f.rcv_nxt) {
       f.nacked = f.rcv_nxt;
       ++totals_.nacks;
       send_control(index, kNack, f.rcv_nxt, packet);
     }
   }
-  --flows_[index].alive;
+  Qp& f = qps_[index];
+  if (in_order) {
+    // In order: acknowledge every ack_interval packets and the last packet of every message.
+    ++f.unacked;
+    const bool complete = f.rx != kNil && f.rcv_nxt == messages_[f.rx].end;
+    if (f.unacked >= config_.ack_interval || complete) {
+      send_control(index, kAck, f.rcv_nxt, packet);
+      qps_[index].unacked = 0;
+      qps_[index].ece = false;
+    }
+    if (complete) {
+      Qp& q = qps_[index];
+      const Message& done = messages_[q.rx];
+      records_.push_back({done.token, q.src, q.dst, done.bytes, SimTime::from_ps(done.start_ps),
+                          SimTime::from_ps(now), done.retransmitted});
+      delivered = done.token;
+      q.rx = done.next;
+    }
+  }
+  --qps_[index].alive;
   free_packet(packet);
-  const uint64_t token = flows_[index].token;
   maybe_release(index);
-  if (delivered_now) {
+  if (delivered != UINT64_MAX) {
     --in_flight_;
-    if (listener_ != nullptr) listener_->on_delivered(token);  // may send (and move flows_)
+    // may send: on this very QP (qp: pair), and may move qps_ and messages_
+    if (listener_ != nullptr) listener_->on_delivered(delivered);
   }
 }
 
 void RoceBackend::receive_control(uint32_t packet) {
   const Packet k = packets_[packet];
-  Flow& f = flows_[k.flow];
+  Qp& f = qps_[k.qp];
   const int64_t now = engine_.now().ps();
   --f.alive;
   switch (k.type) {
@@ -589,6 +628,15 @@ void RoceBackend::receive_control(uint32_t packet) {
         f.snd_una = k.psn;
         f.last_progress_ps = now;
         if (f.snd_nxt < f.snd_una) f.snd_nxt = f.snd_una;
+        // Messages acknowledged to their last packet are done on the sender's side too.
+        while (f.head != kNil && messages_[f.head].end <= f.snd_una) {
+          const uint32_t done = f.head;
+          f.head = messages_[done].next;
+          if (f.tx == done) f.tx = f.head;
+          if (messages_[done].traced) --f.traced;
+          free_messages_.push_back(done);
+        }
+        if (f.head == kNil) f.tail = f.tx = f.rx = kNil;
         if (k.type == kAck) {
           switch (config_.cc) {
             case CongestionControl::kDctcp:
@@ -619,22 +667,23 @@ void RoceBackend::receive_control(uint32_t packet) {
       break;
   }
   free_packet(packet);
-  if (f.snd_nxt < f.packets) {
-    activate(k.flow);  // after go-back-N, or the window may have opened
+  if (f.snd_nxt < f.posted) {
+    activate(k.qp);  // after go-back-N, or the window may have opened
   }
-  maybe_release(k.flow);
+  maybe_release(k.qp);
 }
 
-void RoceBackend::maybe_release(uint32_t flow) {
-  Flow& f = flows_[flow];
-  if (!f.live || !f.delivered || f.snd_una != f.packets || f.alive != 0) return;
-  assert(!f.in_nic);
+void RoceBackend::maybe_release(uint32_t qp) {
+  Qp& f = qps_[qp];
+  if (!f.live || f.head != kNil || f.alive != 0) return;
+  assert(!f.in_nic && f.snd_una == f.posted && f.rcv_nxt == f.posted);
   f.live = false;
-  free_flows_.push_back(flow);
+  if (config_.qp == QpMode::kPair) pair_qp_.erase((uint64_t{f.src} << 32) | f.dst);
+  free_qps_.push_back(qp);
 }
 
 void RoceBackend::arm_rto(uint32_t flow) {
-  Flow& f = flows_[flow];
+  Qp& f = qps_[flow];
   if (f.rto_at >= 0) return;
   f.rto_at = std::max(engine_.now().ps(), f.last_progress_ps + config_.rto.ps());
   engine_.schedule_at(SimTime::from_ps(f.rto_at), id_, kRtoTimer,
@@ -642,9 +691,9 @@ void RoceBackend::arm_rto(uint32_t flow) {
 }
 
 void RoceBackend::on_rto(uint32_t flow) {
-  Flow& f = flows_[flow];
+  Qp& f = qps_[flow];
   f.rto_at = -1;
-  if (f.snd_una == f.packets) return;
+  if (f.snd_una == f.posted) return;
   const int64_t now = engine_.now().ps();
   if (now - f.last_progress_ps >= config_.rto.ps()) {
     ++totals_.timeouts;
@@ -655,7 +704,7 @@ void RoceBackend::on_rto(uint32_t flow) {
   arm_rto(flow);
 }
 
-void RoceBackend::dcqcn_cnp(Flow& f) {
+void RoceBackend::dcqcn_cnp(Qp& f) {
   const auto& d = config_.dcqcn;
   const int64_t now = engine_.now().ps();
   const int64_t periods = (now - f.alpha_ps) / d.alpha_interval.ps();
@@ -672,13 +721,13 @@ void RoceBackend::dcqcn_cnp(Flow& f) {
   f.byte_count = 0;
   f.bytes_since_cut = 0;
   f.increase_at = now + d.increase_interval.ps();
-  const auto index = static_cast<uint64_t>(&f - flows_.data());
+  const auto index = static_cast<uint64_t>(&f - qps_.data());
   engine_.schedule_at(SimTime::from_ps(f.increase_at), id_, kDcqcnTimer,
                       (index << 32) | f.generation);
 }
 
 void RoceBackend::on_dcqcn_timer(uint32_t flow) {
-  Flow& f = flows_[flow];
+  Qp& f = qps_[flow];
   ++f.increase_count;
   dcqcn_increase(f);
   if (f.rate >= f.line_rate) {
@@ -690,7 +739,7 @@ void RoceBackend::on_dcqcn_timer(uint32_t flow) {
                       (uint64_t{flow} << 32) | f.generation);
 }
 
-void RoceBackend::dcqcn_increase(Flow& f) {
+void RoceBackend::dcqcn_increase(Qp& f) {
   // The stage is set by the timer count T and the byte count BC since the last cut: fast recovery
   // while both are at most F, hyper increase by (min(T, BC) - F) x R_HAI once both exceed F,
   // additive increase in between (Zhu et al. 2015, section 3).
@@ -707,7 +756,7 @@ void RoceBackend::dcqcn_increase(Flow& f) {
   if (f.rate >= f.line_rate * (1 - 1e-6)) f.rate = f.line_rate;
 }
 
-void RoceBackend::dctcp_ack(Flow& f, uint64_t newly, bool ece) {
+void RoceBackend::dctcp_ack(Qp& f, uint64_t newly, bool ece) {
   const double mss = config_.mtu;
   const double acked = static_cast<double>(newly) * mss;
   f.acked_window += newly;
@@ -729,7 +778,7 @@ void RoceBackend::dctcp_ack(Flow& f, uint64_t newly, bool ece) {
   f.window = std::clamp(f.window, mss, f.bdp);
 }
 
-void RoceBackend::timely_ack(Flow& f, int64_t rtt) {
+void RoceBackend::timely_ack(Qp& f, int64_t rtt) {
   const auto& t = config_.timely;
   if (f.prev_rtt < 0) {
     f.prev_rtt = rtt;
@@ -756,7 +805,7 @@ void RoceBackend::timely_ack(Flow& f, int64_t rtt) {
   f.rate = std::clamp(f.rate, bytes_per_ps(t.min_rate_bps), f.line_rate);
 }
 
-void RoceBackend::hpcc_ack(Flow& f, const Packet& ack, uint32_t packet) {
+void RoceBackend::hpcc_ack(Qp& f, const Packet& ack, uint32_t packet) {
   const auto& h = config_.hpcc;
   const int hops = std::min<int>(ack.int_hops, kMaxIntHops);
   if (hops == 0) return;
@@ -809,10 +858,14 @@ void RoceBackend::hpcc_ack(Flow& f, const Packet& ack, uint32_t packet) {
 
 void RoceBackend::trace(uint32_t packet, RocePacketEvent::Kind kind, LinkId link) {
   const Packet& k = packets_[packet];
+  // An ACK names the next packet expected: it acknowledges the message holding the one before.
+  const uint64_t psn = k.type == kAck && k.psn > 0 ? k.psn - 1 : k.psn;
+  const uint32_t m = message_at(qps_[k.qp], psn);
+  if (m == kNil || !messages_[m].traced) return;
   RocePacketEvent e;
   e.time = engine_.now();
-  e.message = flows_[k.flow].message;
-  e.psn = k.psn;
+  e.message = messages_[m].seq;
+  e.psn = k.psn - messages_[m].first;  // numbered within the message
   e.link = link;
   e.kind = kind;
   e.type = k.type;
@@ -833,8 +886,14 @@ void RoceBackend::sample_queues() {
 }
 
 uint64_t RoceBackend::delivered_bytes(uint64_t token) const {
-  for (const Flow& f : flows_) {
-    if (f.live && f.token == token) return std::min(f.bytes, f.rcv_nxt * config_.mtu);
+  for (const Qp& q : qps_) {
+    if (!q.live) continue;
+    for (uint32_t m = q.rx; m != kNil; m = messages_[m].next) {
+      const Message& msg = messages_[m];
+      if (msg.token != token) continue;
+      const uint64_t received = q.rcv_nxt > msg.first ? q.rcv_nxt - msg.first : 0;
+      return std::min(msg.bytes, received * config_.mtu);
+    }
   }
   for (const RoceFlowRecord& r : records_) {
     if (r.token == token) return r.bytes;
@@ -843,8 +902,11 @@ uint64_t RoceBackend::delivered_bytes(uint64_t token) const {
 }
 
 double RoceBackend::rate_bps(uint64_t token) const {
-  for (const Flow& f : flows_) {
-    if (f.live && f.token == token) return f.rate * 8e12;
+  for (const Qp& q : qps_) {
+    if (!q.live) continue;
+    for (uint32_t m = q.head; m != kNil; m = messages_[m].next) {
+      if (messages_[m].token == token) return q.rate * 8e12;
+    }
   }
   return 0;
 }
@@ -899,10 +961,11 @@ RoceTotals RoceBackend::totals() const {
 
 size_t RoceBackend::memory_bytes() const {
   size_t bytes = ports_.size() * sizeof(Port) + packets_.capacity() * sizeof(Packet) +
-                 int_.capacity() * sizeof(IntHop) + flows_.capacity() * sizeof(Flow) +
+                 int_.capacity() * sizeof(IntHop) + qps_.capacity() * sizeof(Qp) +
+                 messages_.capacity() * sizeof(Message) +
                  records_.capacity() * sizeof(RoceFlowRecord) +
                  samples_.capacity() * sizeof(RoceQueueSample);
-  for (const Flow& f : flows_) bytes += (f.path.capacity() + f.reverse.capacity()) * sizeof(LinkId);
+  for (const Qp& f : qps_) bytes += (f.path.capacity() + f.reverse.capacity()) * sizeof(LinkId);
   return bytes;
 }
 

@@ -1,11 +1,15 @@
 // network/roce_backend.h: `roce`, a packet-level RDMA-over-Converged-Ethernet network over a graph
 // (docs/models/roce.md).
 //
-// Every message is one queue pair (QP) from its source NIC to its destination NIC on one ECMP path
-// (hash of source, destination and a per-send sequence number). It is cut into packets of `mtu`
-// payload bytes plus `header_bytes`; each packet is serialized on every link of its path (store
-// and forward) and arrives one link latency later. A message is delivered when its last packet
-// reaches the destination in order.
+// Messages travel on queue pairs (QPs), reliable connections from a source NIC to a destination
+// NIC, each on one ECMP path (the pair's labels in order, as the flow backend). With `qp: pair`
+// (the default) a pair of NPUs has one QP while it has work: its messages are work requests
+// served in order, so a message waits for the previous one's packets to leave, as RDMA's RC
+// transport and NCCL's connections do; with `qp: message` every message is its own QP (as
+// ASTRA-sim's ns-3 backend), so concurrent messages of a pair share the NIC packet by packet.
+// A message is cut into packets of `mtu` payload bytes plus `header_bytes`; each packet is
+// serialized on every link of its path (store and forward) and arrives one link latency later.
+// A message is delivered when its last packet reaches the destination in order.
 //
 // NIC (one per NPU, on the NPU's links): control packets (ACK, NACK, CNP) first, then data from
 // its QPs in round robin, each QP limited by its rate (pacing) and, for window schemes, its window.
@@ -32,6 +36,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "core/event_engine.h"
@@ -92,7 +97,7 @@ struct RocePacketEvent {
   enum Kind : uint8_t { kTransmit, kReceive, kDrop };
   SimTime time;
   uint64_t message = 0;  // send order
-  uint64_t psn = 0;      // data: packet number; ACK/NACK: next expected packet
+  uint64_t psn = 0;      // within the message; data, CNP: packet number; ACK/NACK: next expected
   LinkId link = 0;       // the link the frame starts on (kTransmit), arrived by or was dropped at
   Kind kind = kTransmit;
   uint8_t type = 0;  // 0 data, 1 ACK, 2 NACK, 3 CNP
@@ -144,8 +149,8 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
     kArrive = 1,      // arg: packet
     kPause = 2,       // arg: link << 1 | on
     kNicWake = 3,     // arg: link (NIC egress)
-    kDcqcnTimer = 4,  // arg: flow << 32 | generation
-    kRtoTimer = 5,    // arg: flow << 32 | generation
+    kDcqcnTimer = 4,  // arg: qp << 32 | generation
+    kRtoTimer = 5,    // arg: qp << 32 | generation
     kLocal = 6,       // arg: token slot (message to oneself, send_switch)
     kSample = 7,
   };
@@ -161,12 +166,12 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   };
   struct Packet {
     int64_t sent_ps = 0;  // data: when the NIC sent it; control: echoed from the data packet
-    uint64_t psn = 0;     // data: packet number; ACK/NACK: next expected packet number
-    uint32_t flow = 0;
+    uint64_t psn = 0;     // data, CNP: packet number; ACK/NACK: next expected packet number
+    uint32_t qp = 0;
     uint32_t next = kNil;     // queue or free list
     uint32_t size = 0;        // bytes on the wire
     uint32_t in_link = kNil;  // ingress link at the switch holding it (PFC accounting)
-    uint16_t hop = 0;         // index into the flow's path (data) or reverse path (control)
+    uint16_t hop = 0;         // index into the QP's path (data) or reverse path (control)
     uint8_t type = kData;
     uint8_t ecn = 0;  // data: congestion experienced; ACK: echo
     uint8_t int_hops = 0;
@@ -201,7 +206,7 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
     int64_t wake_at = -1;  // NIC: pending kNicWake time
     // NIC: QPs with data to send, round robin.
     std::vector<uint32_t> qps;
-    uint32_t rr = 0;
+    uint32_t rr = 0;  // where the next turn starts (modulo the list)
     // statistics
     uint64_t frames = 0;
     uint64_t data_packets = 0;
@@ -214,27 +219,43 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
     uint64_t pauses = 0;
     int64_t paused_ps = 0;
   };
-  struct Flow {
+  // One message: a work request posted on its QP, whose packet numbers [first, end) it owns.
+  struct Message {
     uint64_t token = 0;
     uint64_t bytes = 0;
-    uint64_t packets = 0;  // max(1, ceil(bytes / mtu))
+    uint64_t first = 0;
+    uint64_t end = 0;
+    uint64_t seq = 0;  // send order (packet trace numbering)
+    int64_t start_ps = 0;
+    uint64_t retransmitted = 0;
+    uint32_t next = kNil;  // the next message on the same QP
+    bool traced = false;
+  };
+  // A queue pair: a reliable connection from one NIC to another on one ECMP path. Its messages
+  // are served in posting order on one packet-number space; its congestion control state lives
+  // as long as it does (RoceConfig::qp decides whether a pair's messages share one).
+  struct Qp {
     Rank src = 0;
     Rank dst = 0;
     uint32_t generation = 0;
-    uint32_t alive = 0;  // packets of this flow in the network
+    uint32_t alive = 0;  // packets of this QP in the network
     Path path;           // data links, source to destination
     Path reverse;        // control links, destination to source
-    int64_t start_ps = 0;
     int64_t base_rtt = 0;
     double line_rate = 0;  // bytes per ps, the NIC link
     double bdp = 0;        // line rate x base RTT, bytes: the largest window
-    bool live = false;     // holds a message (not on the free list)
-    bool traced = false;   // its packets go to the packet trace
-    uint64_t message = 0;  // send order
+    bool live = false;     // holds messages or packets (not on the free list)
+    // messages, oldest first: head is the oldest not fully acknowledged, tx the one holding
+    // snd_nxt (or an earlier one), rx the oldest not delivered, tail the newest
+    uint32_t head = kNil;
+    uint32_t tail = kNil;
+    uint32_t tx = kNil;
+    uint32_t rx = kNil;
+    uint64_t posted = 0;  // packet numbers given to messages so far
+    uint32_t traced = 0;  // messages on this QP that go to the packet trace
     // sender
     uint64_t snd_nxt = 0;
     uint64_t snd_una = 0;
-    uint64_t retransmitted = 0;
     uint64_t max_sent = 0;  // highest psn sent + 1
     double rate = 0;        // bytes per ps
     double window = 0;      // bytes in flight allowed (0 = no window)
@@ -247,10 +268,8 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
     uint64_t rcv_nxt = 0;
     uint32_t unacked = 0;
     bool ece = false;
-    bool delivered = false;
     int64_t last_cnp_ps = INT64_MIN / 2;
     uint64_t nacked = UINT64_MAX;  // rcv_nxt a NACK was sent for
-    int64_t finish_ps = 0;
     // DCQCN
     double alpha = 1.0;
     double target = 0;
@@ -291,19 +310,22 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   void enqueue_switch(LinkId link, uint32_t packet, LinkId in_link);
   void receive_data(uint32_t packet);
   void receive_control(uint32_t packet);
-  void send_control(uint32_t flow, PacketType type, uint64_t psn, uint32_t echo);
+  void send_control(uint32_t qp, PacketType type, uint64_t psn, uint32_t echo);
   void pause(LinkId link, bool on);
-  void activate(uint32_t flow);
-  void maybe_release(uint32_t flow);
-  void arm_rto(uint32_t flow);
-  void on_rto(uint32_t flow);
-  void on_dcqcn_timer(uint32_t flow);
-  void dcqcn_increase(Flow& f);
-  void dcqcn_cnp(Flow& f);
-  void dctcp_ack(Flow& f, uint64_t newly, bool ece);
-  void timely_ack(Flow& f, int64_t rtt);
-  void hpcc_ack(Flow& f, const Packet& ack, uint32_t packet);
-  uint32_t payload_of(const Flow& f, uint64_t psn) const;
+  // The QP a new message from src to dst goes on: the pair's live one, or a new one.
+  uint32_t qp_for(Rank src, Rank dst);
+  void activate(uint32_t qp);
+  void maybe_release(uint32_t qp);
+  // The QP's message holding packet `psn` (kNil when it is already acknowledged and gone).
+  uint32_t message_at(const Qp& q, uint64_t psn) const;
+  void arm_rto(uint32_t qp);
+  void on_rto(uint32_t qp);
+  void on_dcqcn_timer(uint32_t qp);
+  void dcqcn_increase(Qp& q);
+  void dcqcn_cnp(Qp& q);
+  void dctcp_ack(Qp& q, uint64_t newly, bool ece);
+  void timely_ack(Qp& q, int64_t rtt);
+  void hpcc_ack(Qp& q, const Packet& ack, uint32_t packet);
   double uniform();
   void sample_queues();
   void trace(uint32_t packet, RocePacketEvent::Kind kind, LinkId link);
@@ -321,8 +343,11 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   std::vector<Packet> packets_;
   std::vector<IntHop> int_;  // HPCC: kMaxIntHops per packet
   uint32_t free_packets_ = kNil;
-  std::vector<Flow> flows_;
-  std::vector<uint32_t> free_flows_;
+  std::vector<Qp> qps_;
+  std::vector<uint32_t> free_qps_;
+  std::vector<Message> messages_;
+  std::vector<uint32_t> free_messages_;
+  std::unordered_map<uint64_t, uint32_t> pair_qp_;  // qp: pair: (src << 32 | dst) -> live QP
   std::vector<uint64_t> local_tokens_;
   std::vector<uint32_t> free_local_;
   std::vector<RoceFlowRecord> records_;

@@ -76,6 +76,7 @@ class Reader {
                                                   "control_bytes",
                                                   "int_hop_bytes",
                                                   "ack_interval",
+                                                  "qp",
                                                   "seed",
                                                   "buffer",
                                                   "ecn",
@@ -85,7 +86,8 @@ class Reader {
                                                   "dctcp",
                                                   "timely",
                                                   "hpcc",
-                                                  "queue_sample_interval"};
+                                                  "queue_sample_interval",
+                                                  "trace_messages"};
     for (const auto& entry : root) {
       const std::string key = entry.first.as<std::string>();
       const YAML::Node& v = entry.second;
@@ -102,6 +104,15 @@ class Reader {
         s = count(v, key, 0, 1024, c.int_hop_bytes);
       } else if (key == "ack_interval") {
         s = count(v, key, 1, 1u << 20, c.ack_interval);
+      } else if (key == "qp") {
+        const std::string mode = scalar(v);
+        if (mode == "pair") {
+          c.qp = QpMode::kPair;
+        } else if (mode == "message") {
+          c.qp = QpMode::kMessage;
+        } else {
+          return fail(v, "key 'qp': found '{}', expected pair or message", mode);
+        }
       } else if (key == "seed") {
         s = u64(v, key, c.seed);
       } else if (key == "buffer") {

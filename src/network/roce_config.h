@@ -6,6 +6,7 @@
 // The YAML file (every key optional; sizes as `32MiB`/`100KB`, times as `4us`, rates as `50Mbps`):
 //   cc: dcqcn                 none | dcqcn | dctcp | timely | hpcc
 //   mtu: 1000                 payload bytes per packet
+//   qp: pair                  pair | message: which messages share a queue pair
 //   pfc: {enabled: true, xoff: auto, xon_offset: auto, headroom: auto}
 //   ecn: {kmin: 100KB, kmax: 400KB, pmax: 0.2}
 //   dcqcn: {g: 0.00390625, rate_ai: 50Mbps, ...}
@@ -25,6 +26,11 @@ namespace orrery::net {
 
 enum class CongestionControl : uint8_t { kNone, kDcqcn, kDctcp, kTimely, kHpcc };
 
+// Which messages share a queue pair. kPair: one QP per pair of NPUs while it has work, its
+// messages served in order (RDMA RC semantics, as NCCL's connections); kMessage: a QP per message,
+// concurrent messages of a pair interleaved packet by packet (as ASTRA-sim's ns-3 backend).
+enum class QpMode : uint8_t { kPair, kMessage };
+
 std::string_view congestion_control_name(CongestionControl cc);
 
 struct RoceConfig {
@@ -33,8 +39,9 @@ struct RoceConfig {
   uint32_t header_bytes = 62;   // Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4
   uint32_t control_bytes = 64;  // ACK, NACK, CNP: a minimum Ethernet frame
   uint32_t int_hop_bytes = 8;   // HPCC: telemetry added to a data packet per switch hop
-  uint32_t ack_interval = 1;    // data packets per ACK (the last packet is always acknowledged)
-  uint64_t seed = 1;            // ECN marking draws from one generator seeded here
+  uint32_t ack_interval = 1;    // data packets per ACK (a message's last is always acknowledged)
+  QpMode qp = QpMode::kPair;
+  uint64_t seed = 1;  // ECN marking draws from one generator seeded here
 
   uint64_t buffer_bytes = 32ull << 20;  // shared buffer per switch
 

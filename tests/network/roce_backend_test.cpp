@@ -113,6 +113,37 @@ TEST(RoceBackend, npus_that_forward_relay_packets) {
   EXPECT_EQ(net.backend->in_flight(), 0u);
 }
 
+// Two messages posted together on one pair. With one QP per pair they are work requests served in
+// order: the first leaves at line rate and arrives as if alone (10 packets: 11 S + 2 L), the
+// second right behind it (21 S + 2 L). With a QP per message the NIC interleaves them packet by
+// packet, so the first arrives only one packet before the second (20 S + 2 L).
+TEST(RoceBackend, a_pairs_messages_are_served_in_order_on_one_queue_pair) {
+  const int64_t s = ser_ps(1062, 25);
+  const int64_t l = 1'000'000;
+  for (QpMode mode : {QpMode::kPair, QpMode::kMessage}) {
+    RoceConfig config;
+    config.qp = mode;
+    RoceNet net(star(2, 25, SimTime::from_us(1)), config);
+    net.backend->send(0, 1, 10'000, 1);
+    net.backend->send(0, 1, 10'000, 2);
+    net.engine.run();
+    ASSERT_EQ(net.deliveries.time.size(), 2u);
+    EXPECT_EQ(net.deliveries.time[1].ps(), (mode == QpMode::kPair ? 11 : 20) * s + 2 * l);
+    EXPECT_EQ(net.deliveries.time[2].ps(), 21 * s + 2 * l);
+    EXPECT_EQ(net.backend->totals().data_packets, 20u);
+    EXPECT_EQ(net.backend->totals().control_packets, 20u);
+    EXPECT_EQ(net.backend->in_flight(), 0u);
+    // A third message after both are done opens a fresh QP (the idle one was released) and
+    // again takes the lone-message time.
+    const SimTime start = net.engine.now();
+    net.backend->send(0, 1, 10'000, 3);
+    net.engine.run();
+    EXPECT_EQ((net.deliveries.time[3] - start).ps(), 11 * s + 2 * l);
+    ASSERT_EQ(net.backend->flows().size(), 3u);
+    EXPECT_EQ(net.backend->flows()[0].token, 1u);
+  }
+}
+
 // A long message alone reaches the line rate (payload share of the frames) under every scheme.
 TEST(RoceBackend, one_flow_reaches_line_rate_under_every_scheme) {
   for (CongestionControl cc :
@@ -339,7 +370,7 @@ TEST(RoceConfig, parses_every_section_and_rejects_bad_keys_with_file_and_line) {
       "cc: hpcc\nmtu: 4000\nbuffer: 16MiB\necn: {kmin: 5KB, kmax: 200KB, pmax: 0.01}\n"
       "pfc:\n  enabled: false\n  xoff: 100KB\ndcqcn: {rate_ai: 40Mbps, increase_interval: 300us}\n"
       "hpcc: {eta: 0.9}\ntimely: {t_low: 10us}\nqueue_sample_interval: 10us\n"
-      "trace_messages: [5, 2]\n",
+      "trace_messages: [5, 2]\nqp: message\n",
       "cc.yaml");
   ASSERT_TRUE(ok.has_value()) << ok.error().message();
   EXPECT_EQ(ok->cc, CongestionControl::kHpcc);
@@ -356,11 +387,13 @@ TEST(RoceConfig, parses_every_section_and_rejects_bad_keys_with_file_and_line) {
   EXPECT_EQ(ok->timely.t_low, SimTime::from_us(10));
   EXPECT_EQ(ok->queue_sample_interval, SimTime::from_us(10));
   EXPECT_EQ(ok->trace_messages, (std::vector<uint64_t>{2, 5}));
-  EXPECT_TRUE(parse_roce_config("", "empty.yaml").has_value());
+  EXPECT_EQ(ok->qp, QpMode::kMessage);
+  EXPECT_EQ(parse_roce_config("", "empty.yaml")->qp, QpMode::kPair);
 
   const std::map<std::string, std::string> bad = {
       {"mtu: 1000\ncolour: red\n", "cc.yaml:2: unknown key 'colour' in a RoCE configuration"},
       {"cc: swift\n", "cc.yaml:1: key 'cc': found 'swift', expected none, dcqcn"},
+      {"qp: flow\n", "cc.yaml:1: key 'qp': found 'flow', expected pair or message"},
       {"ecn:\n  kmin: 5KB\n  kmax: 1KB\n", "cc.yaml:2: ecn: kmax (1000) is below kmin (5000)"},
       {"dcqcn:\n  g: 2\n", "cc.yaml:2: key 'g': found '2', expected a number in (0, 1]"},
       {"hpcc:\n  eta: 0.9\n  wai: 3\n", "cc.yaml:3: unknown key 'wai' in section 'hpcc'"},
