@@ -78,6 +78,7 @@ uint32_t FlowBackend::take_flow() {
   Flow& flow = flows_[index];
   flow.slots.clear();  // keeps its capacity
   flow.where.clear();
+  flow.pair = kNoPair;
   flow.rate = 0;
   flow.frozen = false;
   ++in_flight_;
@@ -87,9 +88,57 @@ uint32_t FlowBackend::take_flow() {
 void FlowBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   assert(listener_ != nullptr && "flow backend: send before set_listener");
   assert(src < fabric_->npu_count() && dst < fabric_->npu_count());
+  // Messages to oneself and empty ones take no link time: nothing to wait for.
+  if (!in_order_ || src == dst || bytes == 0) {
+    send_now(src, dst, bytes, token, kNoPair);
+    return;
+  }
+  const uint64_t pair = (uint64_t{src} << 32) | dst;
+  const auto [it, idle] = connections_.try_emplace(pair);
+  if (idle) {
+    send_now(src, dst, bytes, token, pair);
+    return;
+  }
+  const uint32_t w = take_slot(waiting_, free_waiting_);
+  waiting_[w].bytes = bytes;
+  waiting_[w].token = token;
+  Connection& c = it->second;
+  if (c.tail == kNil) {
+    c.head = w;
+  } else {
+    waiting_[c.tail].next = w;
+  }
+  c.tail = w;
+  ++waiting_count_;
+}
+
+void FlowBackend::send_now(Rank src, Rank dst, uint64_t bytes, uint64_t token, uint64_t pair) {
   path_.clear();
   if (src != dst) fabric_->route(src, dst, labels_.next(*fabric_, src, dst), path_);
-  start(take_flow(), path_, bytes, token);
+  const uint32_t index = take_flow();
+  flows_[index].pair = pair;
+  start(index, path_, bytes, token);
+}
+
+void FlowBackend::start_waiting() {
+  for (const uint64_t pair : left_pairs_) {
+    const auto it = connections_.find(pair);
+    assert(it != connections_.end());
+    Connection& c = it->second;
+    if (c.head == kNil) {
+      connections_.erase(it);
+      continue;
+    }
+    const uint32_t w = c.head;
+    c.head = waiting_[w].next;
+    if (c.head == kNil) c.tail = kNil;
+    const Waiting next = waiting_[w];
+    free_waiting_.push_back(w);
+    --waiting_count_;
+    send_now(static_cast<Rank>(pair >> 32), static_cast<Rank>(pair & 0xffffffffu), next.bytes,
+             next.token, pair);
+  }
+  left_pairs_.clear();
 }
 
 void FlowBackend::send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes, uint64_t token) {
@@ -171,6 +220,7 @@ void FlowBackend::depart(uint32_t index) {
   ++flow.version;
   dirty_ = true;
   (void)engine_.schedule_after(flow.latency, id_, kDeliver, index);
+  if (flow.pair != kNoPair) left_pairs_.push_back(flow.pair);
 }
 
 void FlowBackend::seed(uint32_t slot) {
@@ -318,6 +368,8 @@ void FlowBackend::handle_event(const Event& event) {
         completions_.pop_back();
         if (top.version == flows_[top.flow].version) depart(top.flow);
       }
+      // The connections' next messages join the same recomputation as the departures.
+      start_waiting();
       if (dirty_) recompute();
       schedule_completion();
       return;
@@ -352,7 +404,8 @@ size_t FlowBackend::memory_bytes() const {
        visited_.capacity() + affected_.capacity() + list_.capacity()) *
           sizeof(uint32_t) +
       heap_.capacity() * sizeof(std::pair<int64_t, uint32_t>) +
-      completions_.capacity() * sizeof(Completion);
+      completions_.capacity() * sizeof(Completion) + waiting_.capacity() * sizeof(Waiting) +
+      connections_.size() * (sizeof(uint64_t) + sizeof(Connection) + 2 * sizeof(void*));
   for (const SlotState& state : slot_state_) bytes += state.flows.capacity() * sizeof(uint32_t);
   for (const Flow& flow : flows_) {
     bytes += (flow.slots.capacity() + flow.where.capacity()) * sizeof(uint32_t);

@@ -3,6 +3,11 @@
 //
 // `flow`: every message is a flow on its route (ECMP by hash of source, destination and the
 // message's number among that pair's messages; dimension order on tori and ASTRA-sim networks).
+// A pair of NPUs is one connection that sends its messages in order: a message starts when the
+// last byte of the pair's previous one has left, as on an RDMA reliable connection or a TCP stream
+// (`set_in_order(false)`: every message is a flow from the moment it is sent). Concurrent messages
+// of one pair sharing their path equally instead would finish late and together, and in pipelined
+// collectives such bunches grow (docs/models/roce.md).
 // Flows that are transmitting share every link by max-min fairness, computed by progressive
 // filling: all unfrozen rates rise together; the link whose capacity runs out first (smallest
 // remaining capacity / unfrozen flows, ties to the lower link slot) freezes its flows at that
@@ -47,6 +52,7 @@
 #include <cstdint>
 #include <memory>
 #include <queue>
+#include <unordered_map>
 #include <vector>
 
 #include "core/event_engine.h"
@@ -84,10 +90,13 @@ class FlowBackend final : public NetworkBackend, private EventHandler {
   void send(Rank src, Rank dst, uint64_t bytes, uint64_t token) override;
   // A one-link flow on the rank's link serving dimension `dim` (up: out of the rank, down: in).
   void send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes, uint64_t token) override;
-  uint64_t in_flight() const override { return in_flight_; }
+  uint64_t in_flight() const override { return in_flight_ + waiting_count_; }
   std::vector<LinkStats> link_stats() const override { return links_.report(); }
   size_t memory_bytes() const override;
 
+  // On (the default): a pair's messages are sent in order, one at a time. Off: each message is a
+  // flow at once. Set before the first send.
+  void set_in_order(bool on) { in_order_ = on; }
   // Flows transmitting now, rate recomputations so far and the flows they re-rated (for tests and
   // benchmarks).
   size_t active_flows() const { return active_.size(); }
@@ -101,8 +110,11 @@ class FlowBackend final : public NetworkBackend, private EventHandler {
 
  private:
   enum EventKind : uint16_t { kRecompute = 0, kComplete = 1, kDeliver = 2 };
+  static constexpr uint32_t kNil = UINT32_MAX;
+  static constexpr uint64_t kNoPair = UINT64_MAX;
   struct Flow {
     uint64_t token = 0;
+    uint64_t pair = kNoPair;  // its connection (src << 32 | dst) when sent in order
     uint64_t bytes = 0;
     double remaining = 0;  // bytes not yet sent at `since_ps`
     int64_t since_ps = 0;
@@ -134,7 +146,21 @@ class FlowBackend final : public NetworkBackend, private EventHandler {
     }
   };
 
+  // A message sent in order waiting for its pair's previous one to leave.
+  struct Waiting {
+    uint64_t bytes = 0;
+    uint64_t token = 0;
+    uint32_t next = kNil;
+  };
+  struct Connection {  // a pair with a message transmitting; its waiting messages, oldest first
+    uint32_t head = kNil;
+    uint32_t tail = kNil;
+  };
+
   void handle_event(const Event& event) override;
+  void send_now(Rank src, Rank dst, uint64_t bytes, uint64_t token, uint64_t pair);
+  // Starts the next message of every connection whose message left in this batch.
+  void start_waiting();
   uint32_t take_flow();
   void start(uint32_t index, const Path& path, uint64_t bytes, uint64_t token);
   void seed(uint32_t slot);
@@ -172,9 +198,17 @@ class FlowBackend final : public NetworkBackend, private EventHandler {
   uint64_t recomputations_ = 0;
   uint64_t flows_visited_ = 0;
   uint64_t in_flight_ = 0;
+  // In-order connections: pairs with a message transmitting, waiting messages (pooled), and the
+  // pairs whose message left in the current batch of departures.
+  std::unordered_map<uint64_t, Connection> connections_;
+  std::vector<Waiting> waiting_;
+  std::vector<uint32_t> free_waiting_;
+  std::vector<uint64_t> left_pairs_;
+  uint64_t waiting_count_ = 0;
   bool recompute_pending_ = false;
   bool dirty_ = false;
   bool incremental_ = true;
+  bool in_order_ = true;
 };
 
 class GraphAnalyticalBackend final : public NetworkBackend, private EventHandler {

@@ -200,9 +200,11 @@ uint32_t RoceBackend::qp_for(Rank src, Rank dst) {
   f.live = true;
   f.src = src;
   f.dst = dst;
-  // ECMP labels per pair (network/graph.h): the k-th QP of a pair takes the path the flow
-  // backend gives the pair's k-th message.
-  const uint64_t label = labels_.next(*graph_, src, dst);
+  // The path. qp: pair: a pair's connection keeps one path (one UDP source port) however often
+  // its QP is closed and opened again; drawing a new one at every reopening would let congested
+  // paths keep their QPs (busy ones never close) while idle ones move, piling pairs onto hot
+  // links. qp: message: the k-th message of a pair takes the k-th label, as in the flow backend.
+  const uint64_t label = config_.qp == QpMode::kPair ? 0 : labels_.next(*graph_, src, dst);
   graph_->route(src, dst, label, f.path);
   graph_->route(dst, src, label, f.reverse);
   const int64_t now = engine_.now().ps();

@@ -110,6 +110,7 @@ TEST(FlowBackend, parking_lot) {
   // and 2-3. Max-min: link 0-1 has 3 flows -> 10 each; the long flow is frozen at 10, so the short
   // flows of 1-2 and 2-3 get 30 - 10 = 20.
   FlowNet net(line({30, 30, 30}));
+  net.backend->set_in_order(false);  // the two 0 -> 1 messages are two flows at once
   const uint64_t bytes = 30 << 20;
   net.backend->send(0, 3, bytes, 0);  // long
   net.backend->send(0, 1, bytes, 1);
@@ -128,6 +129,50 @@ TEST(FlowBackend, parking_lot) {
   expect_ps(net.deliveries.time.at(4), ps_at(bytes, 20));
   for (const uint64_t token : {uint64_t{0}, uint64_t{1}, uint64_t{2}})
     expect_ps(net.deliveries.time.at(token), ps_at(3.0 * bytes, 30));
+}
+
+// A pair is one connection sending in order: its second message starts when the first has left
+// (B / 10 + latency, then 2B / 10 + latency), while another pair's message shares the link with
+// whichever of them is transmitting. Out of order, both messages of the pair run at once.
+TEST(FlowBackend, a_pairs_messages_are_sent_in_order) {
+  const uint64_t bytes = 10 << 20;
+  const double latency = 2 * 500'000;
+  {
+    FlowNet net(star({10, 10}, SimTime::from_ns(500)));
+    net.backend->send(0, 1, bytes, 1);
+    net.backend->send(0, 1, bytes, 2);
+    EXPECT_EQ(net.backend->in_flight(), 2u);
+    (void)net.engine.run_until(SimTime::from_ns(1));
+    EXPECT_EQ(net.backend->active_flows(), 1u);
+    EXPECT_NEAR(net.backend->rate_of(1), 10 * kGiB, 1e-3);
+    EXPECT_EQ(net.backend->rate_of(2), 0.0);  // waiting
+    net.engine.run();
+    expect_ps(net.deliveries.time.at(1), ps_at(bytes, 10) + latency);
+    expect_ps(net.deliveries.time.at(2), ps_at(2.0 * bytes, 10) + latency);
+    EXPECT_EQ(net.backend->in_flight(), 0u);
+  }
+  {
+    FlowNet net(star({10, 10}, SimTime::from_ns(500)));
+    net.backend->set_in_order(false);
+    net.backend->send(0, 1, bytes, 1);
+    net.backend->send(0, 1, bytes, 2);
+    net.engine.run();
+    expect_ps(net.deliveries.time.at(1), ps_at(2.0 * bytes, 10) + latency);
+    expect_ps(net.deliveries.time.at(2), ps_at(2.0 * bytes, 10) + latency);
+  }
+  {
+    // Two pairs into one receiver: 0 -> 2 twice and 1 -> 2 once. The link into 2 is shared by
+    // two flows: the first 0 -> 2 and the 1 -> 2 finish at 2B / 10, then the second 0 -> 2 has
+    // the link alone: 3B / 10.
+    FlowNet net(star({10, 10, 10}));
+    net.backend->send(0, 2, bytes, 1);
+    net.backend->send(0, 2, bytes, 2);
+    net.backend->send(1, 2, bytes, 3);
+    net.engine.run();
+    expect_ps(net.deliveries.time.at(1), ps_at(2.0 * bytes, 10));
+    expect_ps(net.deliveries.time.at(3), ps_at(2.0 * bytes, 10));
+    expect_ps(net.deliveries.time.at(2), ps_at(3.0 * bytes, 10));
+  }
 }
 
 TEST(FlowBackend, incast_splits_the_receiver_link_and_rates_rise_as_flows_leave) {
