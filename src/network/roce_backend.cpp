@@ -307,7 +307,7 @@ void RoceBackend::transmit(LinkId link, uint32_t packet) {
   if (qps_[k.qp].traced != 0) trace(packet, RocePacketEvent::kTransmit, link);
   if (k.type != kData) return;
   ++port.data_packets;
-  if (k.psn == 0 && !k.retransmission) ++port.messages;
+  if (k.first != 0 && k.retransmission == 0) ++port.messages;
   if (k.in_link == kNil) return;  // from the NIC's own QP
   // Leaving a switch (or a forwarding NPU): free its buffer and the ingress link's PFC count.
   buffer_used_[port.src] -= k.size;
@@ -360,6 +360,7 @@ bool RoceBackend::nic_send(LinkId link) {
     if (f.tx == kNil || messages_[f.tx].first > f.snd_nxt) f.tx = f.head;
     while (messages_[f.tx].end <= f.snd_nxt) f.tx = messages_[f.tx].next;
     Message& msg = messages_[f.tx];
+    k.first = f.snd_nxt == msg.first ? 1 : 0;
     const uint64_t offset = (f.snd_nxt - msg.first) * config_.mtu;
     uint32_t size = static_cast<uint32_t>(
                         std::min<uint64_t>(config_.mtu, msg.bytes - std::min(msg.bytes, offset))) +
@@ -570,44 +571,37 @@ void RoceBackend::receive_data(uint32_t packet) {
   const bool ecn = packets_[packet].ecn != 0;
   const int64_t now = engine_.now().ps();
   uint64_t delivered = UINT64_MAX;  // token of the message this packet completes
-  const bool in_order = psn == qps_[index].rcv_nxt;
-  {
-    Qp& f = qps_[index];
-    if (in_order) {
-      ++f.rcv_nxt;
-      if (ecn) f.ece = true;
-      if (ecn && config_.cc == CongestionControl::kDcqcn &&
-          now - f.last_cnp_ps >= config_.dcqcn.cnp_interval.ps()) {
-        f.last_cnp_ps = now;
-        ++totals_.cnps;
-        send_control(index, kCnp, psn, kNil);
-      }
-    } else if (psn > f.rcv_nxt && f.nacked != f.rcv_nxt) {
-      f.nacked = f.rcv_nxt;
-      ++totals_.nacks;
-      send_control(index, kNack, f.rcv_nxt, packet);
+  Qp& f = qps_[index];              // send_control moves packets_, never qps_
+  if (psn == f.rcv_nxt) {
+    ++f.rcv_nxt;
+    if (ecn) f.ece = true;
+    if (ecn && config_.cc == CongestionControl::kDcqcn &&
+        now - f.last_cnp_ps >= config_.dcqcn.cnp_interval.ps()) {
+      f.last_cnp_ps = now;
+      ++totals_.cnps;
+      send_control(index, kCnp, psn, kNil);
     }
-  }
-  Qp& f = qps_[index];
-  if (in_order) {
-    // In order: acknowledge every ack_interval packets and the last packet of every message.
+    // Acknowledge every ack_interval packets and the last packet of every message.
     ++f.unacked;
     const bool complete = f.rx != kNil && f.rcv_nxt == messages_[f.rx].end;
     if (f.unacked >= config_.ack_interval || complete) {
       send_control(index, kAck, f.rcv_nxt, packet);
-      qps_[index].unacked = 0;
-      qps_[index].ece = false;
+      f.unacked = 0;
+      f.ece = false;
     }
     if (complete) {
-      Qp& q = qps_[index];
-      const Message& done = messages_[q.rx];
-      records_.push_back({done.token, q.src, q.dst, done.bytes, SimTime::from_ps(done.start_ps),
+      const Message& done = messages_[f.rx];
+      records_.push_back({done.token, f.src, f.dst, done.bytes, SimTime::from_ps(done.start_ps),
                           SimTime::from_ps(now), done.retransmitted});
       delivered = done.token;
-      q.rx = done.next;
+      f.rx = done.next;
     }
+  } else if (psn > f.rcv_nxt && f.nacked != f.rcv_nxt) {
+    f.nacked = f.rcv_nxt;
+    ++totals_.nacks;
+    send_control(index, kNack, f.rcv_nxt, packet);
   }
-  --qps_[index].alive;
+  --f.alive;
   free_packet(packet);
   maybe_release(index);
   if (delivered != UINT64_MAX) {

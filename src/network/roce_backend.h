@@ -176,6 +176,7 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
     uint8_t ecn = 0;  // data: congestion experienced; ACK: echo
     uint8_t int_hops = 0;
     uint8_t retransmission = 0;
+    uint8_t first = 0;  // data: the first packet of its message (link statistics)
   };
   struct Queue {
     uint32_t head = kNil;

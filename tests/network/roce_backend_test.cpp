@@ -132,6 +132,7 @@ TEST(RoceBackend, a_pairs_messages_are_served_in_order_on_one_queue_pair) {
     EXPECT_EQ(net.deliveries.time[2].ps(), 21 * s + 2 * l);
     EXPECT_EQ(net.backend->totals().data_packets, 20u);
     EXPECT_EQ(net.backend->totals().control_packets, 20u);
+    EXPECT_EQ(net.backend->link_stats()[0].messages, 2u);  // npu0 -> s carried two messages
     EXPECT_EQ(net.backend->in_flight(), 0u);
     // A third message after both are done opens a fresh QP (the idle one was released) and
     // again takes the lone-message time.
