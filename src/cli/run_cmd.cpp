@@ -195,13 +195,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option(
          "-b,--network-backend,--backend", config.backend,
          "analytical, congestion-aware (store and forward, FIFO links) or flow (max-min "
-         "fair sharing); all three run on ASTRA-sim files and on graph topologies; roce "
+         "fair sharing, a pair's messages in order); all three run on ASTRA-sim files and on graph "
+         "topologies; roce "
          "(packets, PFC, ECN, congestion control; docs/models/roce.md) on graph topologies")
       ->check(CLI::IsMember({"analytical", "congestion-aware", "flow", "roce"}))
       ->default_str("analytical");
   cmd->add_option("--roce-config", config.roce_config,
-                  "roce backend: YAML with cc (none, dcqcn, dctcp, timely, hpcc), mtu, buffer, "
-                  "ecn, pfc and per-scheme parameters (default: PFC only, documented defaults)");
+                  "roce backend: YAML with cc (none, dcqcn, dctcp, timely, hpcc), qp (pair, "
+                  "message), mtu, buffer, ecn, pfc and per-scheme parameters (default: PFC only, "
+                  "a QP per pair, documented defaults)");
   cmd->add_option("--roce-stats", config.roce_stats,
                   "roce backend: write per-flow completion times, per-port queue peaks, PAUSE and "
                   "ECN counts and queue samples as JSON");

@@ -266,12 +266,10 @@ std::vector<CollectiveEngine::Phase> CollectiveEngine::plan_phases(const Instanc
     phase.dim = dim;
     phase.size = size;
     phase.anticlockwise = anticlockwise;
-    phase.algorithm = implementations(phase_op == Op::kAllReduce ? op : phase_op)[dim];
-    if (op == Op::kAllReduce && phase_op != Op::kAllReduce) {
-      // The reduce-scatter and all-gather halves of a hierarchical all-reduce use the all-reduce
-      // implementation of their dimension, as ASTRA-sim does.
-      phase.algorithm = config_.all_reduce[dim];
-    }
+    // Every phase of an all-reduce (its hierarchical reduce-scatter and all-gather halves too)
+    // uses the all-reduce implementation of its dimension, as ASTRA-sim does; the other lists
+    // may be absent from the system file then.
+    phase.algorithm = implementations(op == Op::kAllReduce ? op : phase_op)[dim];
     phases.push_back(phase);
     const uint64_t members = topology_.size(dim);
     switch (phase_op) {
