@@ -31,6 +31,14 @@ class RoceCli : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
+  // Writes ASTRA-sim's microbenchmark of `collective` (one rank file each) as file(out).*.et.
+  void microbench(const std::string& collective, const std::string& size, const std::string& ranks,
+                  const std::string& out) const {
+    ASSERT_EQ(run_orrery({"gen", "microbench", "--collective", collective, "--size", size,
+                          "--ranks", ranks, "-o", file(out)})
+                  .exit_code,
+              0);
+  }
   std::string write(const std::string& name, const std::string& text) const {
     std::ofstream(file(name)) << text;
     return file(name);
@@ -53,10 +61,7 @@ class RoceCli : public ::testing::Test {
 // 128-rank ring: the packet model agrees with max-min fair flows within 5%.
 TEST_F(RoceCli, ring_all_reduce_on_the_128_npu_clos_agrees_with_the_flow_backend) {
   const std::string clos = write("clos.yml", "generator: clos2\nlogical: [[Ring, 128]]\n");
-  ASSERT_EQ(run_orrery({"gen", "microbench", "--collective", "all-reduce", "--size", "4MiB",
-                        "--ranks", "128", "-o", file("w/ar")})
-                .exit_code,
-            0);
+  ASSERT_NO_FATAL_FAILURE(microbench("all-reduce", "4MiB", "128", "w/ar"));
   CommandResult flow =
       run_orrery({"run", "-w", file("w/ar"), "-s", sys_, "-n", clos, "-b", "flow", "-q"});
   ASSERT_EQ(flow.exit_code, 0) << flow.err;
@@ -81,10 +86,7 @@ TEST_F(RoceCli, ring_all_reduce_on_the_128_npu_clos_agrees_with_the_flow_backend
 TEST_F(RoceCli, a_pairs_chunks_in_order_keep_a_hierarchical_all_reduce_near_the_flow_model) {
   const std::string clos =
       write("clos.yml", "generator: clos2\nleaves: 4\nnpus_per_leaf: 8\nspines: 4\n");
-  ASSERT_EQ(run_orrery({"gen", "microbench", "--collective", "all-reduce", "--size", "16MiB",
-                        "--ranks", "32", "-o", file("w/ar")})
-                .exit_code,
-            0);
+  ASSERT_NO_FATAL_FAILURE(microbench("all-reduce", "16MiB", "32", "w/ar"));
   const std::string sys =
       write("sys2.json",
             "{\"scheduling-policy\": \"LIFO\", \"endpoint-delay\": 10, "
@@ -110,10 +112,7 @@ TEST_F(RoceCli, config_and_statistics_files) {
   const std::string clos =
       write("clos.yml",
             "generator: clos2\nleaves: 2\nnpus_per_leaf: 4\nspines: 1\nlogical: [[Switch, 8]]\n");
-  ASSERT_EQ(run_orrery({"gen", "microbench", "--collective", "all-to-all", "--size", "8MiB",
-                        "--ranks", "8", "-o", file("w/a2a")})
-                .exit_code,
-            0);
+  ASSERT_NO_FATAL_FAILURE(microbench("all-to-all", "8MiB", "8", "w/a2a"));
   const std::string cc = write("cc.yml",
                                "cc: dcqcn\necn: {kmin: 5KB, kmax: 50KB, pmax: 0.1}\n"
                                "queue_sample_interval: 20us\n");
@@ -140,10 +139,7 @@ TEST_F(RoceCli, config_and_statistics_files) {
 TEST_F(RoceCli, bad_configurations_are_refused_with_file_and_line) {
   const std::string clos =
       write("clos.yml", "generator: clos2\nleaves: 2\nnpus_per_leaf: 2\nspines: 1\n");
-  ASSERT_EQ(run_orrery({"gen", "microbench", "--collective", "all-reduce", "--size", "1MiB",
-                        "--ranks", "4", "-o", file("w/ar")})
-                .exit_code,
-            0);
+  ASSERT_NO_FATAL_FAILURE(microbench("all-reduce", "1MiB", "4", "w/ar"));
   const std::string bad = write("cc.yml", "cc: dcqcn\ndcqcn:\n  g: 0.1\n  speed: 3\n");
   CommandResult run = run_orrery({"run", "-w", file("w/ar"), "-s", sys_, "-n", clos, "-b", "roce",
                                   "--roce-config", bad, "-q"});
