@@ -2,11 +2,12 @@
 // (docs/models/roce.md).
 //
 // Messages travel on queue pairs (QPs), reliable connections from a source NIC to a destination
-// NIC, each on one ECMP path (the pair's labels in order, as the flow backend). With `qp: pair`
-// (the default) a pair of NPUs has one QP while it has work: its messages are work requests
-// served in order, so a message waits for the previous one's packets to leave, as RDMA's RC
-// transport and NCCL's connections do; with `qp: message` every message is its own QP (as
-// ASTRA-sim's ns-3 backend), so concurrent messages of a pair share the NIC packet by packet.
+// NIC, each on one ECMP path. With `qp: pair` (the default) a pair of NPUs has one QP while it
+// has work, always on the same path: its messages are work requests served in order, so a
+// message waits for the previous one's packets to leave, as RDMA's RC transport and NCCL's
+// connections do; with `qp: message` every message is its own QP (as ASTRA-sim's ns-3 backend)
+// on the path the flow backend gives it, so concurrent messages of a pair share the NIC packet
+// by packet.
 // A message is cut into packets of `mtu` payload bytes plus `header_bytes`; each packet is
 // serialized on every link of its path (store and forward) and arrives one link latency later.
 // A message is delivered when its last packet reaches the destination in order.
