@@ -9,12 +9,14 @@
 # the `flow` backend for reference.
 # Usage: bench/roce_study.sh [build-dir] [size, default 64MiB] [schemes, default all]
 # QP=message runs with a queue pair per message instead of one per pair of NPUs (docs/models/roce.md);
-# CASES picks the cases (default "ring hier a2a step").
+# QPS=n gives every pair n queue pairs (qps_per_pair); CASES picks the cases (default "ring hier
+# a2a step").
 set -euo pipefail
 build=${1:-build}
 size=${2:-64MiB}
 schemes=${3:-"none dcqcn dctcp timely hpcc"}
 qp=${QP:-pair}
+qps=${QPS:-1}
 orrery="$(cd "$(dirname "$build")" && pwd)/$(basename "$build")/orrery"
 work=$(mktemp -d /tmp/orrery-roce.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -50,6 +52,7 @@ run_case() {  # label workload network [system file] [orrery run options...]
   echo "| $label | flow backend | $flow | | | | | | | | |"
   for cc in $schemes; do
     printf 'cc: %s\nqp: %s\n' "$cc" "$qp" > "$work/cc.yml"
+    if [[ $qps != 1 ]]; then printf 'qps_per_pair: %s\n' "$qps" >> "$work/cc.yml"; fi
     local start end
     start=$(date +%s.%N)
     "$orrery" run -q -w "$workload" -s "$sys" -n "$work/$net.yml" -b roce \

@@ -202,8 +202,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->default_str("analytical");
   cmd->add_option("--roce-config", config.roce_config,
                   "roce backend: YAML with cc (none, dcqcn, dctcp, timely, hpcc), qp (pair, "
-                  "message), mtu, buffer, ecn, pfc and per-scheme parameters (default: PFC only, "
-                  "a QP per pair, documented defaults)");
+                  "message), qps_per_pair, mtu, buffer, ecn, pfc and per-scheme parameters "
+                  "(default: PFC only, a QP per pair, documented defaults)");
   cmd->add_option("--roce-stats", config.roce_stats,
                   "roce backend: write per-flow completion times, per-port queue peaks, PAUSE and "
                   "ECN counts and queue samples as JSON");

@@ -170,7 +170,11 @@ void RoceBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
 }
 
 uint32_t RoceBackend::qp_for(Rank src, Rank dst) {
-  const uint64_t key = (uint64_t{src} << 32) | dst;
+  // The pair's messages take its QPs in turn (one QP: always the same).
+  const uint32_t lane = config_.qps_per_pair > 1
+                            ? static_cast<uint32_t>(labels_.next(src, dst) % config_.qps_per_pair)
+                            : 0;
+  const LaneKey key{(uint64_t{src} << 32) | dst, lane};
   if (config_.qp == QpMode::kPair) {
     if (auto it = pair_qp_.find(key); it != pair_qp_.end()) return it->second;
   }
@@ -200,11 +204,12 @@ uint32_t RoceBackend::qp_for(Rank src, Rank dst) {
   f.live = true;
   f.src = src;
   f.dst = dst;
-  // The path. qp: pair: a pair's connection keeps one path (one UDP source port) however often
-  // its QP is closed and opened again; drawing a new one at every reopening would let congested
+  f.lane = lane;
+  // The path. qp: pair: QP j of a pair keeps the pair's j-th path (one UDP source port) however
+  // often it is closed and opened again; drawing a new one at every reopening would let congested
   // paths keep their QPs (busy ones never close) while idle ones move, piling pairs onto hot
   // links. qp: message: the k-th message of a pair takes the k-th label, as in the flow backend.
-  const uint64_t label = config_.qp == QpMode::kPair ? 0 : labels_.next(*graph_, src, dst);
+  const uint64_t label = config_.qp == QpMode::kPair ? lane : labels_.next(*graph_, src, dst);
   graph_->route(src, dst, label, f.path);
   graph_->route(dst, src, label, f.reverse);
   const int64_t now = engine_.now().ps();
@@ -674,7 +679,7 @@ void RoceBackend::maybe_release(uint32_t qp) {
   if (!f.live || f.head != kNil || f.alive != 0) return;
   assert(!f.in_nic && f.snd_una == f.posted && f.rcv_nxt == f.posted);
   f.live = false;
-  if (config_.qp == QpMode::kPair) pair_qp_.erase((uint64_t{f.src} << 32) | f.dst);
+  if (config_.qp == QpMode::kPair) pair_qp_.erase(LaneKey{(uint64_t{f.src} << 32) | f.dst, f.lane});
   free_qps_.push_back(qp);
 }
 

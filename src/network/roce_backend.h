@@ -239,6 +239,7 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   struct Qp {
     Rank src = 0;
     Rank dst = 0;
+    uint32_t lane = 0;  // qp: pair: which of the pair's qps_per_pair QPs
     uint32_t generation = 0;
     uint32_t alive = 0;  // packets of this QP in the network
     Path path;           // data links, source to destination
@@ -349,7 +350,16 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   std::vector<uint32_t> free_qps_;
   std::vector<Message> messages_;
   std::vector<uint32_t> free_messages_;
-  std::unordered_map<uint64_t, uint32_t> pair_qp_;  // qp: pair: (src << 32 | dst) -> live QP
+  // qp: pair: the live QP of (src << 32 | dst, lane).
+  struct LaneKey {
+    uint64_t pair = 0;
+    uint32_t lane = 0;
+    bool operator==(const LaneKey&) const = default;
+  };
+  struct LaneHash {
+    size_t operator()(const LaneKey& k) const { return mix64(k.pair ^ (uint64_t{k.lane} << 58)); }
+  };
+  std::unordered_map<LaneKey, uint32_t, LaneHash> pair_qp_;
   std::vector<uint64_t> local_tokens_;
   std::vector<uint32_t> free_local_;
   std::vector<RoceFlowRecord> records_;

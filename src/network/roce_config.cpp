@@ -77,6 +77,7 @@ class Reader {
                                                   "int_hop_bytes",
                                                   "ack_interval",
                                                   "qp",
+                                                  "qps_per_pair",
                                                   "seed",
                                                   "buffer",
                                                   "ecn",
@@ -104,6 +105,8 @@ class Reader {
         s = count(v, key, 0, 1024, c.int_hop_bytes);
       } else if (key == "ack_interval") {
         s = count(v, key, 1, 1u << 20, c.ack_interval);
+      } else if (key == "qps_per_pair") {
+        s = count(v, key, 1, 64, c.qps_per_pair);
       } else if (key == "qp") {
         const std::string mode = scalar(v);
         if (mode == "pair") {
@@ -200,6 +203,12 @@ class Reader {
                     fmt::join(kTop, ", "));
       }
       if (!s) return s;
+    }
+    if (c.qps_per_pair > 1 && c.qp == QpMode::kMessage) {
+      return fail(root["qps_per_pair"],
+                  "qps_per_pair ({}) needs qp: pair (with qp: message every "
+                  "message has a QP of its own)",
+                  c.qps_per_pair);
     }
     return Status::ok();
   }

@@ -7,6 +7,7 @@
 //   cc: dcqcn                 none | dcqcn | dctcp | timely | hpcc
 //   mtu: 1000                 payload bytes per packet
 //   qp: pair                  pair | message: which messages share a queue pair
+//   qps_per_pair: 1           qp: pair: QPs per pair, messages spread over them in turn
 //   pfc: {enabled: true, xoff: auto, xon_offset: auto, headroom: auto}
 //   ecn: {kmin: 100KB, kmax: 400KB, pmax: 0.2}
 //   dcqcn: {g: 0.00390625, rate_ai: 50Mbps, ...}
@@ -41,6 +42,9 @@ struct RoceConfig {
   uint32_t int_hop_bytes = 8;   // HPCC: telemetry added to a data packet per switch hop
   uint32_t ack_interval = 1;    // data packets per ACK (a message's last is always acknowledged)
   QpMode qp = QpMode::kPair;
+  // qp: pair: QPs per pair of NPUs (as NCCL_IB_QPS_PER_CONNECTION); the k-th message of a pair
+  // goes to QP k mod n, and QP j takes the pair's j-th ECMP path.
+  uint32_t qps_per_pair = 1;
   uint64_t seed = 1;  // ECN marking draws from one generator seeded here
 
   uint64_t buffer_bytes = 32ull << 20;  // shared buffer per switch

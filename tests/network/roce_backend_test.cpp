@@ -146,6 +146,24 @@ TEST(RoceBackend, a_pairs_messages_are_served_in_order_on_one_queue_pair) {
   }
 }
 
+// Two QPs per pair (as NCCL_IB_QPS_PER_CONNECTION = 2): messages 1 and 3 go to QP 0, message 2
+// to QP 1. The NIC alternates the two QPs, so messages 1 and 2 interleave (the 10th packet of 1
+// leaves 19th: 20 S + 2 L; of 2, 20th: 21 S + 2 L) and message 3 follows 1 on its QP (31 S + 2 L).
+TEST(RoceBackend, a_pairs_messages_take_its_queue_pairs_in_turn) {
+  const int64_t s = ser_ps(1062, 25);
+  const int64_t l = 1'000'000;
+  RoceConfig config;
+  config.qps_per_pair = 2;
+  RoceNet net(star(2, 25, SimTime::from_us(1)), config);
+  for (uint64_t token = 1; token <= 3; ++token) net.backend->send(0, 1, 10'000, token);
+  net.engine.run();
+  ASSERT_EQ(net.deliveries.time.size(), 3u);
+  EXPECT_EQ(net.deliveries.time[1].ps(), 20 * s + 2 * l);
+  EXPECT_EQ(net.deliveries.time[2].ps(), 21 * s + 2 * l);
+  EXPECT_EQ(net.deliveries.time[3].ps(), 31 * s + 2 * l);
+  EXPECT_EQ(net.backend->in_flight(), 0u);
+}
+
 // A long message alone reaches the line rate (payload share of the frames) under every scheme.
 TEST(RoceBackend, one_flow_reaches_line_rate_under_every_scheme) {
   for (CongestionControl cc :
@@ -424,12 +442,15 @@ TEST(RoceConfig, parses_every_section_and_rejects_bad_keys_with_file_and_line) {
   EXPECT_EQ(ok->queue_sample_interval, SimTime::from_us(10));
   EXPECT_EQ(ok->trace_messages, (std::vector<uint64_t>{2, 5}));
   EXPECT_EQ(ok->qp, QpMode::kMessage);
+  EXPECT_EQ(parse_roce_config("qps_per_pair: 4\n", "q.yaml")->qps_per_pair, 4u);
   EXPECT_EQ(parse_roce_config("", "empty.yaml")->qp, QpMode::kPair);
 
   const std::map<std::string, std::string> bad = {
       {"mtu: 1000\ncolour: red\n", "cc.yaml:2: unknown key 'colour' in a RoCE configuration"},
       {"cc: swift\n", "cc.yaml:1: key 'cc': found 'swift', expected none, dcqcn"},
       {"qp: flow\n", "cc.yaml:1: key 'qp': found 'flow', expected pair or message"},
+      {"qp: message\nqps_per_pair: 4\n", "cc.yaml:2: qps_per_pair (4) needs qp: pair"},
+      {"qps_per_pair: 0\n", "cc.yaml:1: key 'qps_per_pair': found '0', expected an integer from 1"},
       {"ecn:\n  kmin: 5KB\n  kmax: 1KB\n", "cc.yaml:2: ecn: kmax (1000) is below kmin (5000)"},
       {"dcqcn:\n  g: 2\n", "cc.yaml:2: key 'g': found '2', expected a number in (0, 1]"},
       {"hpcc:\n  eta: 0.9\n  wai: 3\n", "cc.yaml:3: unknown key 'wai' in section 'hpcc'"},
