@@ -11,6 +11,8 @@
 //                          concurrent flows).
 #include <benchmark/benchmark.h>
 
+#include "bench_support.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -22,11 +24,7 @@
 namespace orrery::net {
 namespace {
 
-class Counter final : public DeliveryListener {
- public:
-  void on_delivered(uint64_t) override { ++delivered; }
-  uint64_t delivered = 0;
-};
+using Counter = bench::DeliveryCounter;
 
 std::shared_ptr<const Graph> fat_tree16() {
   static const std::shared_ptr<const Graph> graph = std::make_shared<const Graph>(

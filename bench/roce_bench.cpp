@@ -9,6 +9,8 @@
 // cc: 0 none (PFC only), 1 DCQCN, 2 DCTCP, 3 TIMELY, 4 HPCC.
 #include <benchmark/benchmark.h>
 
+#include "bench_support.h"
+
 #include <cstdint>
 #include <memory>
 
@@ -19,11 +21,7 @@
 namespace orrery::net {
 namespace {
 
-class Counter final : public DeliveryListener {
- public:
-  void on_delivered(uint64_t) override { ++delivered; }
-  uint64_t delivered = 0;
-};
+using Counter = bench::DeliveryCounter;
 
 std::shared_ptr<const Graph> clos128() {
   static const std::shared_ptr<const Graph> graph = [] {

@@ -102,13 +102,7 @@ void FlowBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
   const uint32_t w = take_slot(waiting_, free_waiting_);
   waiting_[w].bytes = bytes;
   waiting_[w].token = token;
-  Connection& c = it->second;
-  if (c.tail == kNil) {
-    c.head = w;
-  } else {
-    waiting_[c.tail].next = w;
-  }
-  c.tail = w;
+  it->second.waiting.push_back(waiting_, w, &Waiting::next);
   ++waiting_count_;
 }
 
@@ -124,14 +118,12 @@ void FlowBackend::start_waiting() {
   for (const uint64_t pair : left_pairs_) {
     const auto it = connections_.find(pair);
     assert(it != connections_.end());
-    Connection& c = it->second;
-    if (c.head == kNil) {
+    IndexFifo& waiting = it->second.waiting;
+    if (waiting.empty()) {
       connections_.erase(it);
       continue;
     }
-    const uint32_t w = c.head;
-    c.head = waiting_[w].next;
-    if (c.head == kNil) c.tail = kNil;
+    const uint32_t w = waiting.pop_front(waiting_, &Waiting::next);
     const Waiting next = waiting_[w];
     free_waiting_.push_back(w);
     --waiting_count_;

@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "core/event_engine.h"
+#include "core/index_fifo.h"
 #include "network/graph.h"
 #include "network/link_table.h"
 #include "network/network_backend.h"
@@ -152,9 +153,8 @@ class FlowBackend final : public NetworkBackend, private EventHandler {
     uint64_t token = 0;
     uint32_t next = kNil;
   };
-  struct Connection {  // a pair with a message transmitting; its waiting messages, oldest first
-    uint32_t head = kNil;
-    uint32_t tail = kNil;
+  struct Connection {   // a pair with a message transmitting
+    IndexFifo waiting;  // its waiting messages, oldest first (through Waiting::next)
   };
 
   void handle_event(const Event& event) override;

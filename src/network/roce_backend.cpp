@@ -113,21 +113,13 @@ void RoceBackend::free_packet(uint32_t index) {
 }
 
 void RoceBackend::push(Queue& queue, uint32_t packet) {
-  packets_[packet].next = kNil;
-  if (queue.tail == kNil) {
-    queue.head = packet;
-  } else {
-    packets_[queue.tail].next = packet;
-  }
-  queue.tail = packet;
+  queue.list.push_back(packets_, packet, &Packet::next);
   ++queue.packets;
   queue.bytes += packets_[packet].size;
 }
 
 uint32_t RoceBackend::pop(Queue& queue) {
-  const uint32_t packet = queue.head;
-  queue.head = packets_[packet].next;
-  if (queue.head == kNil) queue.tail = kNil;
+  const uint32_t packet = queue.list.pop_front(packets_, &Packet::next);
   --queue.packets;
   queue.bytes -= packets_[packet].size;
   return packet;
@@ -154,14 +146,9 @@ void RoceBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token) {
       std::binary_search(config_.trace_messages.begin(), config_.trace_messages.end(), msg.seq);
   q.posted = msg.end;
   if (msg.traced) ++q.traced;
-  if (q.tail == kNil) {
-    q.head = q.tail = q.tx = q.rx = m;
-  } else {
-    messages_[q.tail].next = m;
-    q.tail = m;
-    if (q.tx == kNil) q.tx = m;
-    if (q.rx == kNil) q.rx = m;
-  }
+  q.messages.push_back(messages_, m, &Message::next);
+  if (q.tx == kNil) q.tx = m;
+  if (q.rx == kNil) q.rx = m;
   activate(qp);
   if (config_.queue_sample_interval > SimTime::zero() && !sampling_) {
     sampling_ = true;
@@ -241,7 +228,7 @@ uint32_t RoceBackend::qp_for(Rank src, Rank dst) {
 }
 
 uint32_t RoceBackend::message_at(const Qp& q, uint64_t psn) const {
-  for (uint32_t m = q.head; m != kNil; m = messages_[m].next) {
+  for (uint32_t m = q.messages.head; m != kNil; m = messages_[m].next) {
     if (psn < messages_[m].first) return kNil;
     if (psn < messages_[m].end) return m;
   }
@@ -280,13 +267,13 @@ void RoceBackend::activate(uint32_t qp) {
 void RoceBackend::try_start(LinkId link) {
   Port& port = ports_[link];
   if (port.tx_pending) return;  // the end of the current frame will call again
-  if (port.queue[kControl].head != kNil) {
+  if (!port.queue[kControl].list.empty()) {
     transmit(link, pop(port.queue[kControl]));
     return;
   }
   if (port.paused) return;
   // Packets in transit first (switches; NPUs that forward), then the NIC's own QPs.
-  if (port.queue[kDataClass].head != kNil) {
+  if (!port.queue[kDataClass].list.empty()) {
     transmit(link, pop(port.queue[kDataClass]));
   } else if (port.nic) {
     nic_send(link);
@@ -362,7 +349,7 @@ bool RoceBackend::nic_send(LinkId link) {
     k.psn = f.snd_nxt;
     k.sent_ps = now;
     // The message holding snd_nxt: the cursor only moves forward, except after going back N.
-    if (f.tx == kNil || messages_[f.tx].first > f.snd_nxt) f.tx = f.head;
+    if (f.tx == kNil || messages_[f.tx].first > f.snd_nxt) f.tx = f.messages.head;
     while (messages_[f.tx].end <= f.snd_nxt) f.tx = messages_[f.tx].next;
     Message& msg = messages_[f.tx];
     k.first = f.snd_nxt == msg.first ? 1 : 0;
@@ -630,14 +617,13 @@ void RoceBackend::receive_control(uint32_t packet) {
         f.last_progress_ps = now;
         if (f.snd_nxt < f.snd_una) f.snd_nxt = f.snd_una;
         // Messages acknowledged to their last packet are done on the sender's side too.
-        while (f.head != kNil && messages_[f.head].end <= f.snd_una) {
-          const uint32_t done = f.head;
-          f.head = messages_[done].next;
-          if (f.tx == done) f.tx = f.head;
+        while (!f.messages.empty() && messages_[f.messages.head].end <= f.snd_una) {
+          const uint32_t done = f.messages.pop_front(messages_, &Message::next);
+          if (f.tx == done) f.tx = f.messages.head;
           if (messages_[done].traced) --f.traced;
           free_messages_.push_back(done);
         }
-        if (f.head == kNil) f.tail = f.tx = f.rx = kNil;
+        if (f.messages.empty()) f.tx = f.rx = kNil;
         if (k.type == kAck) {
           switch (config_.cc) {
             case CongestionControl::kDctcp:
@@ -676,7 +662,7 @@ void RoceBackend::receive_control(uint32_t packet) {
 
 void RoceBackend::maybe_release(uint32_t qp) {
   Qp& f = qps_[qp];
-  if (!f.live || f.head != kNil || f.alive != 0) return;
+  if (!f.live || !f.messages.empty() || f.alive != 0) return;
   assert(!f.in_nic && f.snd_una == f.posted && f.rcv_nxt == f.posted);
   f.live = false;
   if (config_.qp == QpMode::kPair) pair_qp_.erase(LaneKey{(uint64_t{f.src} << 32) | f.dst, f.lane});
@@ -905,7 +891,7 @@ uint64_t RoceBackend::delivered_bytes(uint64_t token) const {
 double RoceBackend::rate_bps(uint64_t token) const {
   for (const Qp& q : qps_) {
     if (!q.live) continue;
-    for (uint32_t m = q.head; m != kNil; m = messages_[m].next) {
+    for (uint32_t m = q.messages.head; m != kNil; m = messages_[m].next) {
       if (messages_[m].token == token) return q.rate * 8e12;
     }
   }

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "core/event_engine.h"
+#include "core/index_fifo.h"
 #include "network/graph.h"
 #include "network/network_backend.h"
 #include "network/roce_config.h"
@@ -180,8 +181,7 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
     uint8_t first = 0;  // data: the first packet of its message (link statistics)
   };
   struct Queue {
-    uint32_t head = kNil;
-    uint32_t tail = kNil;
+    IndexFifo list;  // packets, linked through Packet::next
     uint32_t packets = 0;
     uint64_t bytes = 0;
   };
@@ -248,10 +248,9 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
     double line_rate = 0;  // bytes per ps, the NIC link
     double bdp = 0;        // line rate x base RTT, bytes: the largest window
     bool live = false;     // holds messages or packets (not on the free list)
-    // messages, oldest first: head is the oldest not fully acknowledged, tx the one holding
-    // snd_nxt (or an earlier one), rx the oldest not delivered, tail the newest
-    uint32_t head = kNil;
-    uint32_t tail = kNil;
+    // messages, oldest first (linked through Message::next): the first is the oldest not fully
+    // acknowledged; tx the one holding snd_nxt (or an earlier one), rx the oldest not delivered
+    IndexFifo messages;
     uint32_t tx = kNil;
     uint32_t rx = kNil;
     uint64_t posted = 0;  // packet numbers given to messages so far
