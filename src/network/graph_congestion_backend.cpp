@@ -81,13 +81,7 @@ void GraphCongestionBackend::enqueue(uint32_t index) {
     transmit(index, slot);
     return;
   }
-  message.next_in_queue = kNone;
-  if (queue.tail == kNone) {
-    queue.head = index;
-  } else {
-    messages_[queue.tail].next_in_queue = index;
-  }
-  queue.tail = index;
+  queue.queued.push_back(messages_, index, &Message::next_in_queue);
   ++queue.waiting;
   const uint32_t present = queue.waiting + (now < queue.busy_until ? 1u : 0u);
   counters.peak = std::max(counters.peak, present);
@@ -136,10 +130,8 @@ void GraphCongestionBackend::handle_event(const Event& event) {
     case kLinkFree: {
       const uint32_t slot = index;
       LinkQueue& queue = queues_[slot];
-      assert(queue.waiting > 0 && queue.head != kNone);
-      const uint32_t head = queue.head;
-      queue.head = messages_[head].next_in_queue;
-      if (queue.head == kNone) queue.tail = kNone;
+      assert(queue.waiting > 0 && !queue.queued.empty());
+      const uint32_t head = queue.queued.pop_front(messages_, &Message::next_in_queue);
       --queue.waiting;
       transmit(head, slot);
       if (queue.waiting > 0) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/event_engine.h"
+#include "core/index_fifo.h"
 #include "network/flow_backend.h"
 #include "network/graph.h"
 #include "network/network_backend.h"
@@ -63,9 +64,8 @@ class GraphCongestionBackend final : public NetworkBackend, private EventHandler
   struct LinkQueue {
     SimTime busy_until;  // when the message in service has left entirely
     SimTime latency;
-    uint32_t head = kNone;
-    uint32_t tail = kNone;
-    uint32_t waiting = 0;  // messages queued behind the one in service
+    IndexFifo queued;      // messages behind the one in service (through next_in_queue)
+    uint32_t waiting = 0;  // how many
   };
 
   void handle_event(const Event& event) override;
