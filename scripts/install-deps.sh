@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages orrery needs to build, test and benchmark (NLopt and GLPK: the
 # optimizer of `orrery libra`; chromium: the browser test of `orrery report` opens the HTML page
-# headless).
+# headless; libtorch: replay, synth and partition; pybind11 and python3-dev: the `orrery` Python
+# module, built for Debian's /usr/bin/python3, whose numpy, pytest, matplotlib, torch and sklearn
+# packages the Python tests, examples and recording scripts use; Open MPI: distributed sweeps and
+# replays; SQLite: sweep results; CBC and GLPK: exact sharding plans; Eigen: least squares; clang
+# and its runtime: the libFuzzer targets of `make fuzz`).
 # Idempotent: checks each package first and runs `apt-get update` only when something is missing.
 set -euo pipefail
 
@@ -11,7 +15,11 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libnlopt-dev libglpk-dev
-  python3
+  python3 python3-dev pybind11-dev python3-numpy python3-pytest python3-matplotlib
+  libtorch-dev python3-torch python3-sklearn
+  libopenmpi-dev openmpi-bin
+  libsqlite3-dev coinor-libcbc-dev libeigen3-dev
+  clang-14 libclang-rt-14-dev
   chromium
 )
 
