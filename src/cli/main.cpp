@@ -1,5 +1,11 @@
 // The orrery executable: parses the command line and dispatches to one verb.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -10,15 +16,49 @@
 #endif
 
 namespace orrery::cli {
+namespace {
 
-int report_error(const Error& error) {
-  fmt::print(stderr, "orrery: error: {}\n", error.message());
+// Verbs built on libtorch run as their own executables beside this one (orrery-replay, ...), as
+// git runs git-<verb>: a program linked with libtorch spends about a second and 160 MB at every
+// start registering its operators, which `orrery run` and the other verbs should not pay.
+struct ExternalVerb {
+  const char* name;
+  const char* description;
+};
+constexpr ExternalVerb kExternalVerbs[] = {
+    {"replay", "Replay a PyTorch execution trace as a runnable benchmark (libtorch, MPI)"},
+    {"synth", "Train a generative model of traces (LayerDAG) and sample synthetic traces"},
+    {"partition", "Partition a trained network over workers for parallel inference (RePurpose)"},
+};
+
+// Runs orrery-<verb> from this executable's folder with the remaining arguments; returns only
+// when that fails.
+int exec_external(const ExternalVerb& verb, int argc, char** argv) {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path program =
+      (error ? std::filesystem::path(argv[0]).parent_path() : self.parent_path()) /
+      (std::string("orrery-") + verb.name);
+  const std::string shown = std::string("orrery ") + verb.name;
+  std::vector<char*> args;
+  args.push_back(const_cast<char*>(shown.c_str()));
+  for (int idx = 2; idx < argc; ++idx) args.push_back(argv[idx]);
+  args.push_back(nullptr);
+  ::execv(program.c_str(), args.data());
+  fmt::print(stderr, "orrery: error: {} needs {}, which cannot be run: {}\n", shown,
+             program.string(), std::strerror(errno));
   return 1;
 }
 
+}  // namespace
 }  // namespace orrery::cli
 
 int main(int argc, char** argv) {
+  if (argc >= 2) {
+    for (const orrery::cli::ExternalVerb& verb : orrery::cli::kExternalVerbs) {
+      if (std::strcmp(argv[1], verb.name) == 0) return orrery::cli::exec_external(verb, argc, argv);
+    }
+  }
   CLI::App app{
       "orrery: design distributed AI systems from their workload traces.\n"
       "Reads, checks and simulates Chakra execution traces on modelled networks."};
@@ -36,6 +76,10 @@ int main(int argc, char** argv) {
   orrery::cli::add_report_command(app, exit_code);
   orrery::cli::add_topo_command(app, exit_code);
   orrery::cli::add_libra_command(app, exit_code);
+  // Listed in --help; never parsed here (main execs them first).
+  for (const orrery::cli::ExternalVerb& verb : orrery::cli::kExternalVerbs) {
+    app.add_subcommand(verb.name, verb.description)->allow_extras()->prefix_command();
+  }
 
   try {
     app.parse(argc, argv);
