@@ -143,6 +143,18 @@ void append_list(const List& list, Pool& pool, std::vector<ListRef>& lists, Attr
 // ---- StringTable
 // ---------------------------------------------------------------------------------
 
+StringTable::StringTable(const StringTable& other) : strings_(other.strings_) {
+  index_.reserve(strings_.size());
+  for (size_t id = 0; id < strings_.size(); ++id) {
+    index_.emplace(strings_[id], static_cast<StringId>(id));
+  }
+}
+
+StringTable& StringTable::operator=(const StringTable& other) {
+  if (this != &other) *this = StringTable(other);
+  return *this;
+}
+
 StringId StringTable::intern(std::string_view text) {
   if (auto found = index_.find(text); found != index_.end()) return found->second;
   const auto id = static_cast<StringId>(strings_.size());
@@ -487,6 +499,33 @@ Expected<std::optional<std::vector<bool>>> TraceGraph::get_bool_list(NodeIndex n
   return std::optional<std::vector<bool>>(std::move(values));
 }
 
+Expected<std::optional<std::vector<int64_t>>> TraceGraph::get_int_list(
+    NodeIndex node, std::string_view name) const {
+  const Attribute* attribute = find_attribute(node, name);
+  if (attribute == nullptr) return std::optional<std::vector<int64_t>>();
+  if (!is_integer_list(attribute->value_case)) {
+    return attribute_error(node, *attribute, "an integer list");
+  }
+  const ListRef& list = lists_[attribute->list];
+  const auto first = static_cast<std::ptrdiff_t>(list.first);
+  return std::optional<std::vector<int64_t>>(
+      std::vector<int64_t>(int_pool_.begin() + first, int_pool_.begin() + first + list.count));
+}
+
+Expected<std::optional<std::vector<double>>> TraceGraph::get_double_list(
+    NodeIndex node, std::string_view name) const {
+  const Attribute* attribute = find_attribute(node, name);
+  if (attribute == nullptr) return std::optional<std::vector<double>>();
+  if (attribute->value_case != AttributeProto::kDoubleList &&
+      attribute->value_case != AttributeProto::kFloatList) {
+    return attribute_error(node, *attribute, "a double_list");
+  }
+  const ListRef& list = lists_[attribute->list];
+  const auto first = static_cast<std::ptrdiff_t>(list.first);
+  return std::optional<std::vector<double>>(
+      std::vector<double>(double_pool_.begin() + first, double_pool_.begin() + first + list.count));
+}
+
 Expected<std::optional<std::vector<std::string_view>>> TraceGraph::get_string_list(
     NodeIndex node, std::string_view name) const {
   const Attribute* attribute = find_attribute(node, name);
@@ -505,7 +544,8 @@ Expected<std::optional<std::vector<std::string_view>>> TraceGraph::get_string_li
 
 bool TraceGraph::same_work(const TraceGraph& other) const {
   if (size() != other.size()) return false;
-  auto same_deps = [&](std::span<const uint64_t> mine, std::span<const uint64_t> theirs, NodeIndex node) {
+  auto same_deps = [&](std::span<const uint64_t> mine, std::span<const uint64_t> theirs,
+                       NodeIndex node) {
     if (mine.size() != theirs.size()) return false;
     for (size_t idx = 0; idx < mine.size(); ++idx) {
       // Compare positions: a parent outside the file, or the node itself, must be so in both.

@@ -65,6 +65,14 @@ struct ListRef {
 // Interned strings: each distinct string is stored once and named by a dense StringId.
 class StringTable {
  public:
+  StringTable() = default;
+  // A copy has its own strings, so its index must point into them, not into the original's.
+  StringTable(const StringTable& other);
+  StringTable& operator=(const StringTable& other);
+  // A moved deque keeps its elements where they are: the index stays valid.
+  StringTable(StringTable&&) = default;
+  StringTable& operator=(StringTable&&) = default;
+
   StringId intern(std::string_view text);
   // The id of `text` if it was ever interned.
   std::optional<StringId> find(std::string_view text) const;
@@ -142,6 +150,12 @@ class TraceGraph {
   // string_list or bytes_list.
   Expected<std::optional<std::vector<std::string_view>>> get_string_list(
       NodeIndex node, std::string_view name) const;
+  // Any integer list (bool_list as 0 and 1; unsigned members bit-cast, as stored).
+  Expected<std::optional<std::vector<int64_t>>> get_int_list(NodeIndex node,
+                                                             std::string_view name) const;
+  // double_list or float_list.
+  Expected<std::optional<std::vector<double>>> get_double_list(NodeIndex node,
+                                                               std::string_view name) const;
 
   // Typed reads of an attribute already found (the node is named in errors).
   Expected<int64_t> as_int(NodeIndex node, const Attribute& attribute) const;

@@ -1,9 +1,15 @@
 #include "chakra/trace_set.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <filesystem>
 #include <map>
+#include <optional>
+
+#include "chakra/trace_file.h"
+#include "core/parallel.h"
+#include "core/same_file.h"
 
 namespace orrery::chakra {
 
@@ -71,6 +77,104 @@ Expected<TraceFiles> resolve_rank_files(const std::string& target,
     ++expected;
   }
   return files;
+}
+
+TraceSet::Entry TraceSet::make_entry(TraceGraph graph) {
+  Entry entry;
+  entry.report = validate_trace(graph);
+  for (NodeIndex node = 0; node < graph.size(); ++node) {
+    if (graph.type(node) == ChakraProtoMsg::METADATA_NODE) entry.metadata.push_back(node);
+  }
+  entry.graph = std::move(graph);
+  return entry;
+}
+
+Expected<std::shared_ptr<const TraceSet>> TraceSet::load(const std::string& target,
+                                                         const TraceSetOptions& options) {
+  Expected<TraceFiles> files = resolve_trace_files(target);
+  if (!files) return files.error();
+  auto set = std::make_shared<TraceSet>();
+  set->name_ = target;
+  set->uniform_ = options.uniform;
+  if (options.uniform) {
+    files->paths.resize(1);
+  } else if (files->paths.size() > options.max_ranks) {
+    set->ranks_left_out_ = static_cast<uint32_t>(files->paths.size() - options.max_ranks);
+    files->paths.resize(options.max_ranks);
+  }
+  const auto count = static_cast<uint32_t>(files->paths.size());
+
+  // Files that are copies of rank 0's (every data-parallel rank of a generated set) are compared,
+  // not parsed; the others are parsed and validated in parallel.
+  struct Loaded {
+    std::optional<Error> error;
+    std::optional<Entry> entry;
+    bool copy_of_first = false;
+  };
+  std::vector<Loaded> loaded(count);
+  std::optional<SameFileChecker> first_file;
+  if (count > 1) first_file.emplace(files->paths[0]);
+  parallel_for(count, options.threads, [&](size_t rank) {
+    if (rank > 0 && first_file->matches(files->paths[rank])) {
+      loaded[rank].copy_of_first = true;
+      return;
+    }
+    Expected<TraceGraph> graph = load_trace(files->paths[rank]);
+    if (!graph) {
+      loaded[rank].error = graph.error();
+      return;
+    }
+    loaded[rank].entry = make_entry(std::move(*graph));
+  });
+  set->rank_graph_.resize(count);
+  size_t distinct = 0;
+  for (const Loaded& rank : loaded) distinct += rank.entry ? 1 : 0;
+  set->graphs_.reserve(distinct);
+  for (uint32_t rank = 0; rank < count; ++rank) {
+    if (loaded[rank].error) return *loaded[rank].error;
+    if (loaded[rank].copy_of_first) {
+      set->rank_graph_[rank] = 0;
+      continue;
+    }
+    set->rank_graph_[rank] = static_cast<uint32_t>(set->graphs_.size());
+    set->graphs_.push_back(std::move(*loaded[rank].entry));
+  }
+  set->paths_ = std::move(files->paths);
+  return std::shared_ptr<const TraceSet>(std::move(set));
+}
+
+std::shared_ptr<const TraceSet> TraceSet::from_graphs(std::string name,
+                                                      std::vector<TraceGraph> graphs,
+                                                      std::vector<uint32_t> rank_graph,
+                                                      bool uniform) {
+  auto set = std::make_shared<TraceSet>();
+  set->name_ = std::move(name);
+  set->uniform_ = uniform;
+  if (rank_graph.empty()) {
+    rank_graph.resize(uniform ? 1 : graphs.size());
+    for (uint32_t rank = 0; rank < rank_graph.size(); ++rank) rank_graph[rank] = rank;
+  }
+  for (const uint32_t index : rank_graph) {
+    assert(index < graphs.size() && "TraceSet::from_graphs: rank graph index out of range");
+    (void)index;
+  }
+  set->rank_graph_ = std::move(rank_graph);
+  set->graphs_.resize(graphs.size());
+  parallel_for(graphs.size(), 0,
+               [&](size_t index) { set->graphs_[index] = make_entry(std::move(graphs[index])); });
+  return set;
+}
+
+const std::string& TraceSet::rank_path(uint32_t rank) const {
+  static const std::string kNone;
+  if (paths_.empty()) return kNone;
+  return paths_[uniform_ ? 0 : rank];
+}
+
+size_t TraceSet::memory_bytes() const {
+  size_t bytes = 0;
+  for (const Entry& entry : graphs_) bytes += entry.graph.memory_bytes();
+  return bytes;
 }
 
 }  // namespace orrery::chakra

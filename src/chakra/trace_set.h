@@ -1,13 +1,23 @@
-// chakra/trace_set.h: the files of a multi-rank trace, found from what the user typed.
+// chakra/trace_set.h: a multi-rank trace, as files found from what the user typed and as the
+// loaded graphs every run of it shares.
 //
 // Tools are given either one .et file or a `<prefix>` whose ranks are `<prefix>.<r>.et` (or
 // `.et.gz`), r = 0 .. n-1, as ASTRA-sim expects. resolve_trace_files() finds them and insists the
 // ranks are contiguous from 0, so a missing rank file is named rather than silently skipped.
+//
+// A TraceSet is loaded once (in parallel, each distinct file parsed and validated once) or built
+// in memory by a generator, and is then read-only: any number of scenarios and simulations, on any
+// threads, share one through a shared_ptr<const TraceSet>.
 #pragma once
 
+#include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "chakra/trace_graph.h"
+#include "chakra/validation.h"
 #include "core/error.h"
 
 namespace orrery::chakra {
@@ -29,5 +39,65 @@ Expected<TraceFiles> resolve_rank_files(const std::string& target,
 
 // The path of rank `rank` under `prefix` ("<prefix>.<rank>.et").
 std::string rank_trace_path(const std::string& prefix, uint64_t rank);
+
+struct TraceSetOptions {
+  size_t threads = 0;  // for reading and validating files; 0 = one per core
+  // Read at most this many ranks (a network smaller than the trace set); UINT32_MAX = all.
+  uint32_t max_ranks = UINT32_MAX;
+  // Read only rank 0's file; every rank of a run executes it (`orrery run --uniform`).
+  bool uniform = false;
+};
+
+class TraceSet {
+ public:
+  // Reads `target` (a file or a prefix, as resolve_trace_files). Files byte-identical to rank 0's
+  // share its graph. Errors: a missing rank, a file that does not decode (its path and record).
+  static Expected<std::shared_ptr<const TraceSet>> load(const std::string& target,
+                                                        const TraceSetOptions& options = {});
+  // A trace set of graphs built in memory (finished TraceGraphs). `rank_graph[r]` is the graph
+  // rank r runs (empty: rank r runs graphs[r]). `name` stands for the workload in reports.
+  // Each graph is validated here. Asserts that every index is in range.
+  static std::shared_ptr<const TraceSet> from_graphs(std::string name,
+                                                     std::vector<TraceGraph> graphs,
+                                                     std::vector<uint32_t> rank_graph = {},
+                                                     bool uniform = false);
+
+  // The prefix or file it was read from, or the name given to from_graphs.
+  const std::string& name() const { return name_; }
+  // Ranks with a trace (1 for a uniform set, which stands for any number of ranks).
+  uint32_t rank_count() const { return static_cast<uint32_t>(rank_graph_.size()); }
+  bool uniform() const { return uniform_; }
+  // How many ranks were found but not read because of max_ranks.
+  uint32_t ranks_left_out() const { return ranks_left_out_; }
+
+  uint32_t graph_count() const { return static_cast<uint32_t>(graphs_.size()); }
+  uint32_t graph_index(uint32_t rank) const { return rank_graph_[uniform_ ? 0 : rank]; }
+  const TraceGraph& graph(uint32_t index) const { return graphs_[index].graph; }
+  const TraceGraph& rank_graph(uint32_t rank) const { return graph(graph_index(rank)); }
+  const ValidationReport& report(uint32_t index) const { return graphs_[index].report; }
+  // The METADATA nodes of a graph, in file order (where communicator groups are declared).
+  std::span<const NodeIndex> metadata_nodes(uint32_t index) const {
+    return graphs_[index].metadata;
+  }
+  // The file rank `rank`'s trace came from ("" when built in memory).
+  const std::string& rank_path(uint32_t rank) const;
+  // Bytes held by the graphs.
+  size_t memory_bytes() const;
+
+ private:
+  struct Entry {
+    TraceGraph graph;
+    ValidationReport report;
+    std::vector<NodeIndex> metadata;
+  };
+  static Entry make_entry(TraceGraph graph);
+
+  std::string name_;
+  std::vector<Entry> graphs_;
+  std::vector<uint32_t> rank_graph_;  // rank -> graph
+  std::vector<std::string> paths_;    // by rank; empty when built in memory
+  bool uniform_ = false;
+  uint32_t ranks_left_out_ = 0;
+};
 
 }  // namespace orrery::chakra

@@ -7,7 +7,7 @@
 //                [--trace PREFIX [-g groups.json] | --llm-plan '<orrery gen llm options>']
 //                [--system system.json] [--rank R]
 //                [--pareto frontier.svg] [--pareto-html frontier.html] [--pareto-points N]
-//                [--simulate DIR]
+//                [--simulate [DIR]]
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -41,7 +41,8 @@ struct LibraOptions {
   std::string pareto;
   std::string pareto_html;
   int pareto_points = 16;
-  std::string simulate;
+  bool simulate = false;
+  std::string simulate_dir;  // where --simulate DIR keeps the simulated inputs ("" = nowhere)
   // A workload derived from a trace set or an `orrery gen llm` plan (design/libra_workload.h).
   std::string trace;
   std::string comm_groups;
@@ -200,10 +201,11 @@ int run_libra(const LibraOptions& options) {
   fmt::print("{}", design::format_libra_table(*problem, *model, *solution));
 
   nlohmann::json simulated;
-  if (!options.simulate.empty()) {
+  if (options.simulate) {
     // The same allocations in the simulator: the model's ranking must hold there too.
-    Expected<design::LibraTraces> traces = design::write_libra_traces(*problem, options.simulate);
-    if (!traces) return report_error(traces.error().with_context("--simulate"));
+    Expected<design::LibraWorkload> workload =
+        design::build_libra_workload(*problem, 16, options.simulate_dir);
+    if (!workload) return report_error(workload.error().with_context("--simulate"));
     std::vector<std::pair<std::string, const design::Allocation*>> runs;
     if (solution->has_equal) runs.emplace_back("equal", &solution->equal);
     if (solution->has_baseline) runs.emplace_back("given", &solution->baseline);
@@ -211,9 +213,14 @@ int run_libra(const LibraOptions& options) {
     double optimum_ns = 0;
     std::vector<std::pair<std::string, double>> times;
     for (const auto& [name, allocation] : runs) {
-      Expected<double> ns = design::simulate_allocation(*problem, *traces, allocation->bandwidth,
-                                                        options.simulate + "/" + name + ".yml");
+      Expected<double> ns = design::simulate_allocation(*problem, *workload, allocation->bandwidth);
       if (!ns) return report_error(ns.error().with_context("--simulate"));
+      if (!options.simulate_dir.empty()) {
+        const std::string path = options.simulate_dir + "/" + name + ".yml";
+        std::ofstream out(path, std::ios::binary);
+        out << design::libra_network_yaml(*problem, *workload, allocation->bandwidth);
+        if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", path));
+      }
       times.emplace_back(name, *ns);
       if (name == "optimum") optimum_ns = *ns;
     }
@@ -225,7 +232,11 @@ int run_libra(const LibraOptions& options) {
                  ns / 1e6, allocation.time_ns / 1e6, ns / optimum_ns);
       simulated[name] = {{"simulated_ns", ns}, {"model_ns", allocation.time_ns}};
     }
-    fmt::print("simulated    {} ranks, traces in {}\n", traces->ranks, options.simulate);
+    if (options.simulate_dir.empty()) {
+      fmt::print("simulated    {} ranks\n", workload->ranks);
+    } else {
+      fmt::print("simulated    {} ranks, inputs in {}\n", workload->ranks, options.simulate_dir);
+    }
   }
 
   std::vector<design::FrontierPoint> frontier = solution->frontier;
@@ -349,10 +360,18 @@ void add_libra_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--pareto-points", options->pareto_points, "budgets in the sweep")
       ->default_val(options->pareto_points)
       ->check(CLI::Range(2, 400));
-  cmd->add_option("--simulate", options->simulate,
-                  "also run the equal split, the given network and the optimum in the simulator\n"
-                  "(traces, groups and networks written to this folder; a dimension that groups\n"
-                  "use in part is simulated as sub-dimensions, each with its bandwidth)");
+  cmd->add_option_function<std::string>(
+         "--simulate",
+         [options](const std::string& dir) {
+           options->simulate = true;
+           options->simulate_dir = dir;
+         },
+         "also run the equal split, the given network and the optimum in the simulator, in\n"
+         "memory (a dimension that groups use in part is simulated as sub-dimensions, each with\n"
+         "its bandwidth); with DIR, also write the traces, groups, system and networks there\n"
+         "for orrery run")
+      ->expected(0, 1)
+      ->type_name("[DIR]");
   cmd->callback([options, &exit_code] { exit_code = run_libra(*options); });
 }
 

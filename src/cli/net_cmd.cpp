@@ -2,7 +2,7 @@
 // messages on it.
 //
 //   orrery net info --network FILE [--json]
-//   orrery net send --network FILE [--backend analytical|congestion-aware|flow] --src A --dst B
+//   orrery net send --network FILE [--backend NAME] --src A --dst B
 //                   --size BYTES [--json]
 #include <charconv>
 #include <cstdio>
@@ -16,8 +16,7 @@
 #include "core/event_engine.h"
 #include "core/json_config.h"
 #include "core/units.h"
-#include "network/analytical_backend.h"
-#include "network/flow_backend.h"
+#include "network/backend_registry.h"
 #include "network/graph_yaml.h"
 #include "network/network_backend.h"
 #include "network/topology_yaml.h"
@@ -210,8 +209,7 @@ int run_send(const NetOptions& options) {
 
   EventEngine engine;
   Expected<std::unique_ptr<net::NetworkBackend>> backend =
-      graph ? net::make_fabric_backend(options.backend, engine, graph, *topology)
-            : net::make_network_backend(options.backend, engine, *topology);
+      net::make_backend(options.backend, engine, *loaded);
   if (!backend) return report_error(backend.error().with_context("--backend"));
   OneDelivery delivery(engine);
   (*backend)->set_listener(delivery);
@@ -302,9 +300,7 @@ void add_net_command(CLI::App& app, int& exit_code) {
                    "ASTRA-sim network file (.yml: topology, npus_count, bandwidth, latency) or "
                    "graph topology file (docs/formats/topology.md)");
   send->add_option("--backend", options->backend,
-                   "analytical (congestion-unaware: hops x latency + bytes / bandwidth), "
-                   "congestion-aware (store and forward over FIFO links) or flow (cut-through at "
-                   "the slowest link)")
+                   "one of " + net::backend_names_text() + " (orrery run --help describes them)")
       ->capture_default_str();
   send->add_option("--src", options->src, "Sending rank");
   send->add_option("--dst", options->dst, "Receiving rank");

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "core/units.h"
+#include "network/backend_registry.h"
 #include "report/rank_set.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
@@ -152,7 +153,7 @@ int run(RunOptions& options) {
 
   if (!options.output.empty()) {
     std::ofstream out(options.output);
-    out << report::run_result_to_json(*result, options.config, wall).dump(1) << "\n";
+    out << report::run_result_to_json(*result, wall).dump(1) << "\n";
     if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", options.output));
   }
   if (!options.csv_dir.empty()) {
@@ -192,13 +193,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "ASTRA-sim remote memory JSON (default: no memory expansion)");
   cmd->add_option("-g,--comm-group-configuration,--comm-groups", config.comm_groups,
                   "communicator groups JSON {\"1\": [0, 1], ...} (pg_name -> ranks)");
-  cmd->add_option(
-         "-b,--network-backend,--backend", config.backend,
-         "analytical, congestion-aware (store and forward, FIFO links) or flow (max-min "
-         "fair sharing, a pair's messages in order); all three run on ASTRA-sim files and on graph "
-         "topologies; roce "
-         "(packets, PFC, ECN, congestion control; docs/models/roce.md) on graph topologies")
-      ->check(CLI::IsMember({"analytical", "congestion-aware", "flow", "roce"}))
+  std::string backend_help = "the network model:";
+  std::vector<std::string> backend_names;
+  for (const net::BackendInfo& info : net::backends()) {
+    backend_help += fmt::format("\n  {}: {}{}", info.name, info.description,
+                                info.on_astra_networks ? "" : " (graph topologies only)");
+    backend_names.emplace_back(info.name);
+  }
+  cmd->add_option("-b,--network-backend,--backend", config.backend, backend_help)
+      ->check(CLI::IsMember(backend_names))
       ->default_str("analytical");
   cmd->add_option("--roce-config", config.roce_config,
                   "roce backend: YAML with cc (none, dcqcn, dctcp, timely, hpcc), qp (pair, "

@@ -10,7 +10,7 @@
 #include "convert/collectives.h"
 #include "convert/trace_linker.h"
 #include "core/units.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::convert {
 
@@ -147,11 +147,11 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
   uint32_t world = options.world_size;
   if (world == 0 && kineto != nullptr && kineto->world_size() && *kineto->world_size() > 0)
     world = static_cast<uint32_t>(*kineto->world_size());
-  workload::CommGroups groups(world == 0 ? kUnknownWorldBound : world);
+  chakra::CommGroups groups(world == 0 ? kUnknownWorldBound : world);
   for (const HostOp& op : ops) {
     if (op.kind != HostOpKind::kProcessGroup) continue;
     const std::string text = process_group_text(op);
-    if (Status status = workload::add_groups_from_metadata(
+    if (Status status = chakra::add_groups_from_metadata(
             text, fmt::format("{}: node {}", host.path(), op.id), groups);
         !status) {
       return status.error();
@@ -161,7 +161,7 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
   std::optional<std::string> kineto_groups;
   if (report.process_group_texts.empty() && kineto != nullptr && kineto->pg_config() != nullptr) {
     kineto_groups = dump(kineto->pg_config());
-    if (Status status = workload::add_groups_from_metadata(
+    if (Status status = chakra::add_groups_from_metadata(
             *kineto_groups, kineto->path() + ": distributedInfo.pg_config", groups);
         !status) {
       return status.error();
@@ -504,7 +504,7 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
         int64_t peer = *spec.peer_group_rank;
         if (spec.peer_global_rank) {
           peer = *spec.peer_global_rank;
-        } else if (const workload::CommGroup* group = groups.find(spec.pg_name);
+        } else if (const chakra::CommGroup* group = groups.find(spec.pg_name);
                    group != nullptr && peer >= 0 &&
                    static_cast<size_t>(peer) < group->ranks.size() && !spec.pg_name.empty() &&
                    spec.pg_name != "0") {

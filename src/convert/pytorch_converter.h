@@ -4,7 +4,7 @@
 //   - every operator of the host trace becomes a COMP node with is_cpu_op set; thread and process
 //     annotations are structure only and are dropped;
 //   - "## process_group:init ##" becomes a METADATA node whose inputs.values holds the process
-//     groups as JSON text (the form workload/comm_groups.h reads);
+//     groups as JSON text (the form chakra/comm_groups.h reads);
 //   - with a Kineto trace, every GPU kernel, memcpy and memset launched by a host op becomes a COMP
 //     node (is_cpu_op false, its measured duration, its stream);
 //   - every NCCL communication op (`nccl:all_reduce`, `nccl:send`, ...) becomes one device-side

@@ -12,7 +12,7 @@
 #include "convert/json_file.h"
 #include "core/parallel.h"
 #include "core/units.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::convert {
 
@@ -230,15 +230,15 @@ Expected<DirectoryReport> convert_rank_directory(const std::string& dir, const s
   }
 
   // Communicator groups of all ranks.
-  workload::CommGroups merged(static_cast<uint32_t>(count));
+  chakra::CommGroups merged(static_cast<uint32_t>(count));
   for (size_t rank = 0; rank < count; ++rank) {
     for (const std::string& text : report.ranks[rank].process_group_texts) {
-      workload::CommGroups own(static_cast<uint32_t>(count));
+      chakra::CommGroups own(static_cast<uint32_t>(count));
       const std::string where = fmt::format("{} (rank {})", report.plan.ranks[rank].host, rank);
-      if (Status status = workload::add_groups_from_metadata(text, where, own); !status)
+      if (Status status = chakra::add_groups_from_metadata(text, where, own); !status)
         return status.error();
       for (const auto& [name, group] : own.named()) {
-        const workload::CommGroup* known = merged.find(name);
+        const chakra::CommGroup* known = merged.find(name);
         if (known != nullptr && merged.named().count(name) != 0 && known->ranks != group.ranks) {
           return Error::make(ErrorKind::kInvalidArgument,
                              "{}: process group '{}' has other ranks than in an earlier rank's "

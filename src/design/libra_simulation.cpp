@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
+#include "network/graph_yaml.h"
 #include "sim/simulation.h"
 
 namespace orrery::design {
@@ -173,8 +175,8 @@ Expected<std::vector<SimulatedDimension>> simulated_dimensions(const Problem& pr
   return layout->dims;
 }
 
-Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::string& folder,
-                                         uint32_t chunks) {
+Expected<LibraWorkload> build_libra_workload(const Problem& problem, uint32_t chunks,
+                                             const std::string& folder) {
   Expected<TrafficModel> model = build_traffic_model(problem);
   if (!model) return model.error();
   const size_t dims = problem.dimensions.size();
@@ -235,20 +237,36 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
     return mask;
   };
 
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (ec) return Error::make(ErrorKind::kIo, "{}: cannot create: {}", folder, ec.message());
-  LibraTraces traces;
-  traces.prefix = (std::filesystem::path(folder) / "libra").string();
-  traces.ranks = ranks;
-  traces.dimensions = sim;
+  if (!folder.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (ec) return Error::make(ErrorKind::kIo, "{}: cannot create: {}", folder, ec.message());
+  }
+  const std::string prefix = (std::filesystem::path(folder) / "libra").string();
+  LibraWorkload workload;
+  workload.ranks = ranks;
+  workload.dimensions = sim;
   ChakraProtoMsg::GlobalMetadata metadata;
   metadata.set_version(chakra::kDefaultSchemaVersion);
   const auto order = schedule(problem.layers.size());
+  std::vector<chakra::TraceGraph> graphs(ranks);
+  Node comp;
+  Node coll;
   for (uint32_t rank = 0; rank < ranks; ++rank) {
-    Expected<chakra::TraceWriter> writer =
-        chakra::TraceWriter::create(chakra::rank_trace_path(traces.prefix, rank), metadata);
-    if (!writer) return writer.error();
+    chakra::TraceGraph& graph = graphs[rank];
+    graph.set_source(fmt::format("libra rank {}", rank));
+    graph.set_metadata(metadata);
+    std::optional<chakra::TraceWriter> writer;
+    if (!folder.empty()) {
+      Expected<chakra::TraceWriter> created =
+          chakra::TraceWriter::create(chakra::rank_trace_path(prefix, rank), metadata);
+      if (!created) return created.error();
+      writer.emplace(std::move(*created));
+    }
+    auto add = [&](const Node& node) -> Status {
+      graph.add_node(node);
+      return writer ? writer->write(node) : Status::ok();
+    };
     uint64_t id = 0;
     for (const auto& [l, p] : order) {
       const Layer& layer = problem.layers[l];
@@ -256,20 +274,20 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
       static constexpr const char* kPhase[] = {"fwd", "ig", "wg"};
       const auto micros = static_cast<uint64_t>(std::llround(phase.compute_ns / 1000.0));
       if (micros > 0) {
-        Node comp;
+        comp.Clear();
         comp.set_id(id);
         comp.set_name(fmt::format("{}_{}_compute", layer.name, kPhase[p]));
         comp.set_type(ChakraProtoMsg::COMP_NODE);
         comp.set_duration_micros(micros);
         if (id > 0) comp.add_data_deps(id - 1);
         add_attr(comp, "is_cpu_op").set_bool_val(false);
-        if (Status s = writer->write(comp); !s) return s.error();
+        if (Status s = add(comp); !s) return s.error();
         ++id;
       }
       if (phase.collective == CollectiveKind::kNone || phase.bytes == 0) continue;
       const uint32_t mask = mask_of(phase);
       if (mask == 0) continue;
-      Node coll;
+      coll.Clear();
       coll.set_id(id);
       coll.set_name(
           fmt::format("{}_{}_{}", layer.name, kPhase[p], collective_name(phase.collective)));
@@ -279,20 +297,35 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
       add_attr(coll, "comm_type").set_int64_val(comm_type(phase.collective));
       add_attr(coll, "comm_size").set_int64_val(static_cast<int64_t>(std::llround(phase.bytes)));
       add_attr(coll, "pg_name").set_string_val(std::to_string(group_of(mask, rank)));
-      if (Status s = writer->write(coll); !s) return s.error();
+      if (Status s = add(coll); !s) return s.error();
       ++id;
     }
-    if (Status s = writer->close(); !s) return s.error();
+    graph.finish();
+    if (writer) {
+      if (Status s = writer->close(); !s) return s.error();
+    }
   }
+  workload.traces = chakra::TraceSet::from_graphs("libra", std::move(graphs));
 
-  std::string groups = "{\n";
+  auto groups = std::make_shared<chakra::CommGroups>(ranks);
   for (size_t g = 0; g < group_members.size(); ++g) {
-    groups += fmt::format("  \"{}\": [{}]{}\n", g + 1, fmt::join(group_members[g], ", "),
-                          g + 1 < group_members.size() ? "," : "");
+    if (Status s = groups->add(std::to_string(g + 1), group_members[g], "libra groups"); !s) {
+      return s.error();
+    }
   }
-  groups += "}\n";
-  traces.comm_groups = (std::filesystem::path(folder) / "comm_groups.json").string();
-  if (Status s = write_text(traces.comm_groups, groups); !s) return s.error();
+  workload.groups = std::move(groups);
+  if (!folder.empty()) {
+    std::string text = "{\n";
+    for (size_t g = 0; g < group_members.size(); ++g) {
+      text += fmt::format("  \"{}\": [{}]{}\n", g + 1, fmt::join(group_members[g], ", "),
+                          g + 1 < group_members.size() ? "," : "");
+    }
+    text += "}\n";
+    if (Status s = write_text((std::filesystem::path(folder) / "comm_groups.json").string(), text);
+        !s) {
+      return s.error();
+    }
+  }
 
   std::vector<std::string> impl, a2a;
   for (const SimulatedDimension& s : sim) {
@@ -307,16 +340,23 @@ Expected<LibraTraces> write_libra_traces(const Problem& problem, const std::stri
       "  \"reduce-scatter-implementation\": [{0}],\n  \"all-to-all-implementation\": [{1}],\n"
       "  \"collective-optimization\": \"localBWAware\",\n  \"local-mem-bw\": 1000000000\n}}\n",
       fmt::join(impl, ", "), fmt::join(a2a, ", "), chunks);
-  traces.system = (std::filesystem::path(folder) / "system.json").string();
-  if (Status s = write_text(traces.system, system); !s) return s.error();
-  return traces;
+  Expected<sys::SystemConfig> config = sys::parse_system_config("libra system", system);
+  if (!config) return config.error();
+  workload.system = std::make_shared<const sys::SystemConfig>(std::move(*config));
+  workload.system_json = system;
+  if (!folder.empty()) {
+    if (Status s = write_text((std::filesystem::path(folder) / "system.json").string(), system);
+        !s) {
+      return s.error();
+    }
+  }
+  return workload;
 }
 
-Expected<double> simulate_allocation(const Problem& problem, const LibraTraces& traces,
-                                     const std::vector<double>& bandwidth,
-                                     const std::string& network_path, double latency_ns) {
+std::string libra_network_yaml(const Problem& problem, const LibraWorkload& workload,
+                               const std::vector<double>& bandwidth, double latency_ns) {
   std::vector<std::string> kinds, sizes, bws, lats;
-  for (const SimulatedDimension& s : traces.dimensions) {
+  for (const SimulatedDimension& s : workload.dimensions) {
     const TopologyKind kind = problem.dimensions[s.parent].kind;
     kinds.push_back(topology_name(kind));
     sizes.push_back(std::to_string(s.size));
@@ -329,17 +369,28 @@ Expected<double> simulate_allocation(const Problem& problem, const LibraTraces& 
     bws.push_back(fmt::format("{:.9f}", link * 1e9 / 1073741824.0));
     lats.push_back(fmt::format("{:.17g}", latency_ns));
   }
-  const std::string network = fmt::format(
-      "topology: [ {} ]\nnpus_count: [ {} ]\nbandwidth: [ {} ]\nlatency: [ {} ]\n",
-      fmt::join(kinds, ", "), fmt::join(sizes, ", "), fmt::join(bws, ", "), fmt::join(lats, ", "));
-  if (Status s = write_text(network_path, network); !s) return s.error();
-  sim::RunConfig config;
-  config.workload = traces.prefix;
-  config.system = traces.system;
-  config.network = network_path;
-  config.comm_groups = traces.comm_groups;
-  config.threads = 1;
-  Expected<sim::RunResult> result = sim::run_simulation(config, [](const std::string&) {});
+  return fmt::format("topology: [ {} ]\nnpus_count: [ {} ]\nbandwidth: [ {} ]\nlatency: [ {} ]\n",
+                     fmt::join(kinds, ", "), fmt::join(sizes, ", "), fmt::join(bws, ", "),
+                     fmt::join(lats, ", "));
+}
+
+Expected<double> simulate_allocation(const Problem& problem, const LibraWorkload& workload,
+                                     const std::vector<double>& bandwidth, double latency_ns) {
+  // The network is parsed from the text a file would hold, so that `orrery run` on the files of
+  // write_libra_workload gives the same times to the picosecond.
+  Expected<net::NetworkDescription> network = net::parse_network_yaml(
+      libra_network_yaml(problem, workload, bandwidth, latency_ns), "libra network");
+  if (!network) return network.error();
+  sim::Scenario::Inputs inputs;
+  inputs.traces = workload.traces;
+  inputs.comm_groups = workload.groups;
+  inputs.system = workload.system;
+  inputs.network = std::make_shared<const net::NetworkDescription>(std::move(*network));
+  inputs.network_name = "libra network";
+  inputs.settings.threads = 1;
+  Expected<sim::Scenario> scenario = sim::Scenario::create(std::move(inputs));
+  if (!scenario) return scenario.error();
+  Expected<sim::RunResult> result = sim::simulate(*scenario);
   if (!result) return result.error();
   return result->end.ns();
 }

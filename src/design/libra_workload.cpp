@@ -124,7 +124,7 @@ Expected<std::vector<int32_t>> group_dimension_sizes(const std::vector<uint32_t>
 }
 
 Expected<DerivedWorkload> workload_from_graph(const chakra::TraceGraph& graph,
-                                              const workload::CommGroups& groups, uint32_t rank,
+                                              const chakra::CommGroups& groups, uint32_t rank,
                                               const std::vector<Dimension>& dims,
                                               const ComputeTiming& timing) {
   DerivedWorkload out;
@@ -191,7 +191,7 @@ Expected<DerivedWorkload> workload_from_graph(const chakra::TraceGraph& graph,
     Expected<std::optional<std::string_view>> pg = graph.get_string(node, "pg_name");
     if (!pg) return pg.error().with_context(where(node));
     const std::string pg_name(pg->value_or(""));
-    const workload::CommGroup* group = groups.find(pg_name);
+    const chakra::CommGroup* group = groups.find(pg_name);
     if (group == nullptr) {
       return Error::make(ErrorKind::kTrace,
                          "{}: pg_name '{}' names no communicator group; give the group file "
@@ -253,7 +253,7 @@ Expected<DerivedWorkload> workload_from_trace(const std::string& prefix,
     return Error::make(ErrorKind::kInvalidArgument, "rank {}: the trace set {} has ranks 0..{}",
                        rank, prefix, files->paths.size() - 1);
   }
-  workload::CommGroups groups(static_cast<uint32_t>(npus));
+  chakra::CommGroups groups(static_cast<uint32_t>(npus));
   std::string group_path = groups_file;
   if (group_path.empty()) {
     std::error_code ec;
@@ -262,14 +262,14 @@ Expected<DerivedWorkload> workload_from_trace(const std::string& prefix,
     }
   }
   if (!group_path.empty()) {
-    if (Status s = workload::load_comm_group_file(group_path, groups); !s) return s.error();
+    if (Status s = chakra::load_comm_group_file(group_path, groups); !s) return s.error();
   }
   Expected<chakra::TraceGraph> graph = chakra::load_trace(files->paths[rank]);
   if (!graph) return graph.error();
   for (chakra::NodeIndex node = 0; node < graph->size(); ++node) {
     if (graph->type(node) != ChakraProtoMsg::METADATA_NODE) continue;
     const std::string where = fmt::format("{} node {}", graph->source(), graph->id(node));
-    if (Status s = workload::add_groups_from_metadata(graph->inputs_values(node), where, groups);
+    if (Status s = chakra::add_groups_from_metadata(graph->inputs_values(node), where, groups);
         !s) {
       return s.error();
     }
@@ -292,7 +292,7 @@ Expected<DerivedWorkload> workload_from_llm(const gen::LlmGenerator& generator, 
     return Error::make(ErrorKind::kInvalidArgument, "rank {}: the plan has ranks 0..{}", rank,
                        generator.ranks() - 1);
   }
-  workload::CommGroups groups(generator.ranks());
+  chakra::CommGroups groups(generator.ranks());
   for (uint32_t id = 1; id <= generator.groups().count(); ++id) {
     if (Status s = groups.add(std::to_string(id), generator.groups().members(id), "the plan"); !s) {
       return s.error();

@@ -26,7 +26,7 @@
 #include "design/libra_model.h"
 #include "gen/llm_generator.h"
 #include "gen/llm_options.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::design {
 
@@ -70,7 +70,7 @@ Expected<std::vector<int32_t>> group_dimension_sizes(const std::vector<uint32_t>
 
 // The workload of `rank` from its trace graph and the job's communicator groups.
 Expected<DerivedWorkload> workload_from_graph(const chakra::TraceGraph& graph,
-                                              const workload::CommGroups& groups, uint32_t rank,
+                                              const chakra::CommGroups& groups, uint32_t rank,
                                               const std::vector<Dimension>& dims,
                                               const ComputeTiming& timing);
 

@@ -610,19 +610,36 @@ RankProgram DlrmGenerator::build(uint32_t rank) const {
   return DlrmBuilder(model_, plan_, rank).build();
 }
 
-Expected<GeneratedTraces> write_dlrm_traces(const DlrmGenerator& generator,
-                                            const std::string& prefix,
-                                            const RankFileOptions& options) {
-  // One group of every rank (the embedding all-to-alls and the dense all-reduces span all).
+namespace {
+
+// One group of every rank (the embedding all-to-alls and the dense all-reduces span all).
+std::vector<std::vector<uint32_t>> group_list(const DlrmGenerator& generator) {
   std::vector<std::vector<uint32_t>> groups;
   if (generator.ranks() > 1) {
     std::vector<uint32_t> all(generator.ranks());
     for (uint32_t rank = 0; rank < generator.ranks(); ++rank) all[rank] = rank;
     groups.push_back(std::move(all));
   }
+  return groups;
+}
+
+}  // namespace
+
+Expected<GeneratedTraces> write_dlrm_traces(const DlrmGenerator& generator,
+                                            const std::string& prefix,
+                                            const RankFileOptions& options) {
   return write_trace_set(
       generator.ranks(), prefix, options,
-      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); }, groups);
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
+      group_list(generator));
+}
+
+Expected<BuiltTraces> build_dlrm_traces(const DlrmGenerator& generator, const std::string& name,
+                                        const RankFileOptions& options) {
+  return build_trace_set(
+      generator.ranks(), name, options,
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
+      group_list(generator));
 }
 
 }  // namespace orrery::gen

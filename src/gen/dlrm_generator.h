@@ -132,5 +132,8 @@ class DlrmGenerator {
 Expected<GeneratedTraces> write_dlrm_traces(const DlrmGenerator& generator,
                                             const std::string& prefix,
                                             const RankFileOptions& options);
+// The same trace set in memory, named `name`.
+Expected<BuiltTraces> build_dlrm_traces(const DlrmGenerator& generator, const std::string& name,
+                                        const RankFileOptions& options);
 
 }  // namespace orrery::gen

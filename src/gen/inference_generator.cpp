@@ -296,4 +296,13 @@ Expected<GeneratedTraces> write_inference_traces(const InferenceGenerator& gener
       generator.groups());
 }
 
+Expected<BuiltTraces> build_inference_traces(const InferenceGenerator& generator,
+                                             const std::string& name,
+                                             const RankFileOptions& options) {
+  return build_trace_set(
+      generator.ranks(), name, options,
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
+      generator.groups());
+}
+
 }  // namespace orrery::gen

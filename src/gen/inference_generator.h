@@ -66,5 +66,9 @@ class InferenceGenerator {
 Expected<GeneratedTraces> write_inference_traces(const InferenceGenerator& generator,
                                                  const std::string& prefix,
                                                  const RankFileOptions& options);
+// The same trace set in memory, named `name`.
+Expected<BuiltTraces> build_inference_traces(const InferenceGenerator& generator,
+                                             const std::string& name,
+                                             const RankFileOptions& options);
 
 }  // namespace orrery::gen

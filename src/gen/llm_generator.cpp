@@ -525,14 +525,31 @@ RankProgram LlmGenerator::build(uint32_t rank) const {
   return TrainingBuilder(model_, plan_, groups_, rank).build();
 }
 
-Expected<GeneratedTraces> write_llm_traces(const LlmGenerator& generator, const std::string& prefix,
-                                           const RankFileOptions& options) {
+namespace {
+
+std::vector<std::vector<uint32_t>> group_list(const LlmGenerator& generator) {
   std::vector<std::vector<uint32_t>> groups;
   for (uint32_t id = 1; id <= generator.groups().count(); ++id)
     groups.push_back(generator.groups().members(id));
+  return groups;
+}
+
+}  // namespace
+
+Expected<GeneratedTraces> write_llm_traces(const LlmGenerator& generator, const std::string& prefix,
+                                           const RankFileOptions& options) {
   return write_trace_set(
       generator.ranks(), prefix, options,
-      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); }, groups);
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
+      group_list(generator));
+}
+
+Expected<BuiltTraces> build_llm_traces(const LlmGenerator& generator, const std::string& name,
+                                       const RankFileOptions& options) {
+  return build_trace_set(
+      generator.ranks(), name, options,
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
+      group_list(generator));
 }
 
 }  // namespace orrery::gen

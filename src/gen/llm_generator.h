@@ -51,5 +51,8 @@ class LlmGenerator {
 // Writes <prefix>.<rank>.et for every rank and the communicator groups to <prefix>.json.
 Expected<GeneratedTraces> write_llm_traces(const LlmGenerator& generator, const std::string& prefix,
                                            const RankFileOptions& options);
+// The same trace set in memory, named `name`.
+Expected<BuiltTraces> build_llm_traces(const LlmGenerator& generator, const std::string& name,
+                                       const RankFileOptions& options);
 
 }  // namespace orrery::gen

@@ -200,4 +200,20 @@ Expected<std::vector<std::string>> write_microbench(const MicrobenchSpec& spec,
   return paths;
 }
 
+Expected<std::shared_ptr<const chakra::TraceSet>> build_microbench(const MicrobenchSpec& spec,
+                                                                   const std::string& name) {
+  if (Status status = check_spec(spec, name); !status) return status.error();
+  ChakraProtoMsg::GlobalMetadata metadata;
+  metadata.set_version(chakra::kDefaultSchemaVersion);
+  std::vector<chakra::TraceGraph> graphs(spec.ranks);
+  for (uint32_t rank = 0; rank < spec.ranks; ++rank) {
+    chakra::TraceGraph& graph = graphs[rank];
+    graph.set_source(fmt::format("{} rank {}", name, rank));
+    graph.set_metadata(metadata);
+    for (const Node& node : rank_nodes(spec, rank)) graph.add_node(node);
+    graph.finish();
+  }
+  return chakra::TraceSet::from_graphs(name, std::move(graphs));
+}
+
 }  // namespace orrery::gen

@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "chakra/trace_set.h"
 #include "core/error.h"
 
 namespace orrery::gen {
@@ -46,5 +48,9 @@ struct MicrobenchSpec {
 // paths written.
 Expected<std::vector<std::string>> write_microbench(const MicrobenchSpec& spec,
                                                     const std::string& prefix);
+
+// The same traces in memory, named `name` (what write_microbench would write, node for node).
+Expected<std::shared_ptr<const chakra::TraceSet>> build_microbench(
+    const MicrobenchSpec& spec, const std::string& name = "microbenchmark");
 
 }  // namespace orrery::gen

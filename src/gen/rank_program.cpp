@@ -1,10 +1,13 @@
 #include "gen/rank_program.h"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <system_error>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -177,6 +180,22 @@ uint64_t RankProgram::total_flops() const {
   return flops;
 }
 
+namespace {
+
+// The GlobalMetadata of every generated rank: the schema version and the generator's command.
+ChakraProtoMsg::GlobalMetadata rank_metadata(const RankFileOptions& options) {
+  ChakraProtoMsg::GlobalMetadata metadata;
+  metadata.set_version(chakra::kDefaultSchemaVersion);
+  if (!options.generator.empty()) {
+    AttributeProto* attribute = metadata.add_attr();
+    attribute->set_name("generator");
+    attribute->set_string_val(options.generator);
+  }
+  return metadata;
+}
+
+}  // namespace
+
 Expected<RankFiles> write_rank_files(uint32_t ranks, const std::string& prefix,
                                      const RankFileOptions& options, const ProgramBuilder& build) {
   if (prefix.empty()) {
@@ -192,13 +211,7 @@ Expected<RankFiles> write_rank_files(uint32_t ranks, const std::string& prefix,
                          ec.message());
     }
   }
-  ChakraProtoMsg::GlobalMetadata metadata;
-  metadata.set_version(chakra::kDefaultSchemaVersion);
-  if (!options.generator.empty()) {
-    AttributeProto* attribute = metadata.add_attr();
-    attribute->set_name("generator");
-    attribute->set_string_val(options.generator);
-  }
+  const ChakraProtoMsg::GlobalMetadata metadata = rank_metadata(options);
   std::vector<std::string> paths(ranks);
   std::vector<std::optional<Error>> errors(ranks);
   std::vector<std::array<uint64_t, 3>> totals(ranks);  // nodes, flops, bytes
@@ -270,6 +283,77 @@ Expected<GeneratedTraces> write_trace_set(uint32_t ranks, const std::string& pre
   traces.group_file = prefix + ".json";
   traces.groups = groups.size();
   if (Status status = write_comm_groups(traces.group_file, groups); !status) return status.error();
+  return traces;
+}
+
+Expected<BuiltTraces> build_trace_set(uint32_t ranks, const std::string& name,
+                                      const RankFileOptions& options, const ProgramBuilder& build,
+                                      const std::vector<std::vector<uint32_t>>& groups) {
+  const ChakraProtoMsg::GlobalMetadata metadata = rank_metadata(options);
+  struct Built {
+    std::optional<Error> error;
+    chakra::TraceGraph graph;
+    std::string bytes;  // the nodes serialized: ranks with equal bytes share a graph
+    uint64_t hash = 0;
+    uint64_t nodes = 0;
+    uint64_t flops = 0;
+  };
+  std::vector<Built> built(ranks);
+  parallel_for(ranks, options.threads, [&](size_t index) {
+    Built& out = built[index];
+    Expected<RankProgram> program = build(static_cast<uint32_t>(index));
+    if (!program) {
+      out.error = program.error();
+      return;
+    }
+    out.graph.set_source(fmt::format("{} rank {}", name, index));
+    out.graph.set_metadata(metadata);
+    std::string record;
+    Status status = program->emit([&](const ChakraProtoMsg::Node& node) {
+      out.graph.add_node(node);
+      record.clear();
+      node.SerializeToString(&record);
+      out.bytes += std::to_string(record.size()) + ":" + record;
+      return Status::ok();
+    });
+    if (!status) {
+      out.error = status.error();
+      return;
+    }
+    out.graph.finish();
+    out.hash = std::hash<std::string>{}(out.bytes);
+    out.nodes = program->size();
+    out.flops = program->total_flops();
+  });
+  BuiltTraces traces;
+  std::vector<chakra::TraceGraph> graphs;
+  std::vector<uint32_t> rank_graph(ranks);
+  std::unordered_map<uint64_t, std::vector<uint32_t>> by_hash;  // hash -> ranks owning a graph
+  for (uint32_t rank = 0; rank < ranks; ++rank) {
+    Built& one = built[rank];
+    if (one.error) return *one.error;
+    traces.nodes += one.nodes;
+    traces.flops += one.flops;
+    std::vector<uint32_t>& same_hash = by_hash[one.hash];
+    const auto twin = std::find_if(same_hash.begin(), same_hash.end(),
+                                   [&](uint32_t other) { return built[other].bytes == one.bytes; });
+    if (twin != same_hash.end()) {
+      rank_graph[rank] = rank_graph[*twin];
+      continue;
+    }
+    same_hash.push_back(rank);
+    rank_graph[rank] = static_cast<uint32_t>(graphs.size());
+    graphs.push_back(std::move(one.graph));
+  }
+  built.clear();
+  traces.traces = chakra::TraceSet::from_graphs(name, std::move(graphs), std::move(rank_graph));
+  auto comm = std::make_shared<chakra::CommGroups>(ranks);
+  for (size_t index = 0; index < groups.size(); ++index) {
+    if (Status status = comm->add(std::to_string(index + 1), groups[index], name); !status) {
+      return status.error();
+    }
+  }
+  traces.groups = std::move(comm);
   return traces;
 }
 

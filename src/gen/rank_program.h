@@ -16,9 +16,12 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "chakra/comm_groups.h"
+#include "chakra/trace_set.h"
 #include "core/error.h"
 #include "et_def.pb.h"
 #include "gen/transformer_model.h"
@@ -125,5 +128,20 @@ Expected<GeneratedTraces> write_trace_set(uint32_t ranks, const std::string& pre
                                           const RankFileOptions& options,
                                           const ProgramBuilder& build,
                                           const std::vector<std::vector<uint32_t>>& groups);
+
+// A generated trace set held in memory: what write_trace_set would write, node for node, without
+// a file. Ranks whose programs are identical share one graph.
+struct BuiltTraces {
+  std::shared_ptr<const chakra::TraceSet> traces;
+  std::shared_ptr<const chakra::CommGroups> groups;  // group i + 1 = groups[i]
+  uint64_t nodes = 0;                                // over all ranks
+  uint64_t flops = 0;                                // num_ops over all ranks
+};
+
+// Builds every rank's program in parallel (options.threads; gzip is ignored) into graphs named
+// "<name> rank <r>", and `groups` as communicator groups. The first error in rank order.
+Expected<BuiltTraces> build_trace_set(uint32_t ranks, const std::string& name,
+                                      const RankFileOptions& options, const ProgramBuilder& build,
+                                      const std::vector<std::vector<uint32_t>>& groups);
 
 }  // namespace orrery::gen

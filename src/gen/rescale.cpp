@@ -15,7 +15,7 @@
 #include "chakra/trace_set.h"
 #include "core/parallel.h"
 #include "gen/rank_program.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::gen {
 
@@ -96,7 +96,7 @@ std::optional<GroupInfo> classify(const std::vector<uint32_t>& members, const La
 // The stride of the data-parallel index, from the groups: every group of D members in arithmetic
 // progression whose step S fits the rank count is a candidate; exactly one S must classify every
 // group.
-Expected<uint32_t> infer_stride(const workload::CommGroups& groups, uint32_t ranks, uint32_t from) {
+Expected<uint32_t> infer_stride(const chakra::CommGroups& groups, uint32_t ranks, uint32_t from) {
   std::set<uint32_t> candidates;
   if (from >= 2) {
     for (const auto& [name, group] : groups.named()) {
@@ -210,15 +210,15 @@ class Rescaler {
   }
 
   // Classifies every group and numbers the new ones.
-  Status plan(const workload::CommGroups& groups, RescaleResult& result) {
+  Status plan(const chakra::CommGroups& groups, RescaleResult& result) {
     // Groups in ascending numeric id order (names are decimal in a comm-group file).
-    std::vector<const workload::CommGroup*> ordered;
+    std::vector<const chakra::CommGroup*> ordered;
     for (const auto& [name, group] : groups.named()) ordered.push_back(&group);
     std::sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) {
       return a->name.size() != b->name.size() ? a->name.size() < b->name.size() : a->name < b->name;
     });
     uint32_t next = 1;
-    for (const workload::CommGroup* group : ordered) {
+    for (const chakra::CommGroup* group : ordered) {
       std::optional<GroupInfo> info = classify(group->ranks, layout_);
       if (!info) {
         std::set<uint32_t> ds;
@@ -416,9 +416,9 @@ class Rescaler {
       case ChakraProtoMsg::COMM_COLL_NODE:
         return rewrite_collective(node, target, sharded, where);
       case ChakraProtoMsg::METADATA_NODE: {
-        workload::CommGroups probe(old_ranks_);
+        chakra::CommGroups probe(old_ranks_);
         const Status parsed =
-            workload::add_groups_from_metadata(node.inputs().values(), where(), probe);
+            chakra::add_groups_from_metadata(node.inputs().values(), where(), probe);
         if (!parsed || !probe.named().empty()) {
           return spec_error(fmt::format(
               "{}: process groups defined in a METADATA node cannot be rescaled (give them as a "
@@ -515,9 +515,9 @@ Expected<RescaleResult> rescale_traces(const RescaleSpec& spec) {
     return spec_error(fmt::format("--dp {} makes {} ranks: expected at most {}", spec.to_dp,
                                   new_ranks, kMaxRanks));
   }
-  workload::CommGroups groups(old_ranks);
+  chakra::CommGroups groups(old_ranks);
   if (!spec.comm_groups.empty()) {
-    if (Status status = workload::load_comm_group_file(spec.comm_groups, groups); !status) {
+    if (Status status = chakra::load_comm_group_file(spec.comm_groups, groups); !status) {
       return status.error();
     }
   }

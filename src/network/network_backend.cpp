@@ -1,19 +1,10 @@
 #include "network/network_backend.h"
 
-#include <array>
-
 #include "network/analytical_backend.h"
 #include "network/flow_backend.h"
 #include "network/graph_congestion_backend.h"
 
 namespace orrery::net {
-
-namespace {
-constexpr std::array<std::string_view, 3> kBackendNames = {"analytical", "congestion-aware",
-                                                           "flow"};
-}  // namespace
-
-std::span<const std::string_view> network_backend_names() { return kBackendNames; }
 
 Expected<std::unique_ptr<NetworkBackend>> make_network_backend(std::string_view name,
                                                                EventEngine& engine,
@@ -34,7 +25,8 @@ Expected<std::unique_ptr<NetworkBackend>> make_network_backend(std::string_view 
         engine, std::make_shared<const TopologyFabric>(topology), topology));
   }
   return Error::make(ErrorKind::kInvalidArgument,
-                     "unknown network backend '{}' (expected analytical, congestion-aware or flow)",
+                     "backend '{}' does not run on an ASTRA-sim network (expected analytical, "
+                     "congestion-aware or flow)",
                      name);
 }
 

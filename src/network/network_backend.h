@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -85,6 +86,11 @@ class NetworkBackend {
   // Bytes held by the backend's own state (link table, message pool), for memory reports.
   virtual size_t memory_bytes() const = 0;
 
+  // Backend-specific summary lines for the command line (roce: PAUSE, ECN, drops). After a run.
+  virtual std::vector<std::string> summary_lines() const { return {}; }
+  // Backend-specific statistics as a JSON document ("" when the backend keeps none). After a run.
+  virtual std::string stats_json() const { return ""; }
+
  protected:
   NetworkBackend() = default;
 };
@@ -100,11 +106,9 @@ inline SimTime truncate_to_ns(SimTime time) {
   return SimTime::from_ps(time.ps() - time.ps() % 1000);
 }
 
-// The backend names make_network_backend accepts.
-std::span<const std::string_view> network_backend_names();
-
-// Creates the backend called `name` over a copy of `topology`, scheduling its events on `engine`
-// (which must outlive it). Build phase. Error (kInvalidArgument) for an unknown name.
+// Creates the backend called `name` (analytical, congestion-aware or flow) over a copy of
+// `topology`, scheduling its events on `engine` (which must outlive it). Build phase. Error
+// (kInvalidArgument) for another name. network/backend_registry.h is the list of every backend.
 Expected<std::unique_ptr<NetworkBackend>> make_network_backend(
     std::string_view name, EventEngine& engine, const Topology& topology,
     TimeRounding rounding = TimeRounding::kExact);

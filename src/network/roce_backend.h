@@ -139,9 +139,9 @@ class RoceBackend final : public NetworkBackend, private EventHandler {
   // The sending rate of the QP carrying `token` now, bits per second (0 when unknown).
   double rate_bps(uint64_t token) const;
   // Summary lines for the command line (totals, PAUSE, ECN, drops, queue peaks).
-  std::vector<std::string> summary_lines() const;
+  std::vector<std::string> summary_lines() const override;
   // Everything above as JSON (flows, ports, totals, queue samples).
-  std::string stats_json() const;
+  std::string stats_json() const override;
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;

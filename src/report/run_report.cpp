@@ -113,15 +113,14 @@ std::vector<std::string> keys_of(const nlohmann::ordered_json& object) {
 
 }  // namespace
 
-nlohmann::ordered_json run_result_to_json(const sim::RunResult& result,
-                                          const sim::RunConfig& config, double wall_seconds) {
+nlohmann::ordered_json run_result_to_json(const sim::RunResult& result, double wall_seconds) {
   nlohmann::ordered_json out;
   out["format"] = kResultFormat;
-  out["workload"] = config.workload;
-  out["network"] = config.network;
-  out["system"] = config.system;
+  out["workload"] = result.workload;
+  out["network"] = result.network;
+  out["system"] = result.system;
   out["backend"] = result.backend;
-  out["timing"] = config.rounding == net::TimeRounding::kAstraSim ? "astra-sim" : "exact";
+  out["timing"] = result.rounding == net::TimeRounding::kAstraSim ? "astra-sim" : "exact";
   uint32_t slowest = 0;
   for (const workload::RankResult& rank : result.rank_results) {
     if (rank.finish > result.rank_results[slowest].finish) slowest = rank.rank;
@@ -150,7 +149,7 @@ Status write_run_csv(const sim::RunResult& result, const std::string& dir) {
   std::filesystem::create_directories(dir, error);
   if (error)
     return Error::make(ErrorKind::kIo, "{}: cannot create the folder: {}", dir, error.message());
-  const nlohmann::ordered_json json = run_result_to_json(result, sim::RunConfig{}, 0.0);
+  const nlohmann::ordered_json json = run_result_to_json(result, 0.0);
   const std::pair<const char*, const char*> tables[] = {{"ranks", "ranks.csv"},
                                                         {"collectives", "collectives.csv"},
                                                         {"links", "links.csv"},

@@ -16,8 +16,7 @@ inline constexpr const char* kResultFormat = "orrery-run/1";
 
 // Everything the run measured, in one JSON document. `wall_seconds` is the only field that varies
 // between identical runs.
-nlohmann::ordered_json run_result_to_json(const sim::RunResult& result,
-                                          const sim::RunConfig& config, double wall_seconds);
+nlohmann::ordered_json run_result_to_json(const sim::RunResult& result, double wall_seconds);
 
 // ranks.csv, collectives.csv, links.csv and dimensions.csv in `dir` (created if needed), with the
 // same fields as the JSON arrays.

@@ -1,23 +1,16 @@
 #include "sim/simulation.h"
 
+#include <cassert>
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <optional>
 
-#include "chakra/trace_file.h"
-#include "chakra/trace_set.h"
 #include "core/event_engine.h"
 #include "core/parallel.h"
-#include "core/same_file.h"
 #include "core/units.h"
-#include "memory/remote_memory_config.h"
-#include "network/flow_backend.h"
-#include "network/graph_yaml.h"
-#include "network/roce_backend.h"
+#include "network/backend_registry.h"
 #include "sim/symmetry.h"
-#include "system/system_config.h"
-#include "workload/comm_groups.h"
 #include "workload/local_memory.h"
 
 namespace orrery::sim {
@@ -26,29 +19,22 @@ namespace {
 
 using chakra::TraceGraph;
 
-struct LoadedRank {
-  std::optional<Error> error;
-  std::optional<TraceGraph> graph;  // empty for a copy of rank 0
-  chakra::ValidationReport report;
-  bool copy_of_first = false;  // the file has rank 0's bytes: the rank shares rank 0's graph
-};
-
 // One warning per rank whose peak exceeds `capacity`, for the first few; then one for the rest.
 void warn_over_capacity(const std::vector<uint64_t>& peaks, uint64_t capacity,
-                        const std::function<void(const std::string&)>& warn) {
+                        std::vector<std::string>& warnings) {
   constexpr size_t kNamed = 8;
   size_t over = 0;
   uint32_t highest = 0;
   for (uint32_t rank = 0; rank < peaks.size(); ++rank) {
     if (peaks[rank] <= capacity) continue;
     if (over++ < kNamed) {
-      warn(fmt::format("rank {}: peak memory {} exceeds the capacity of {}", rank,
-                       format_bytes(peaks[rank]), format_bytes(capacity)));
+      warnings.push_back(fmt::format("rank {}: peak memory {} exceeds the capacity of {}", rank,
+                                     format_bytes(peaks[rank]), format_bytes(capacity)));
     }
     if (peaks[rank] > peaks[highest]) highest = rank;
   }
   if (over > kNamed) {
-    warn(fmt::format(
+    warnings.push_back(fmt::format(
         "... and {} more ranks exceed the capacity of {} (the highest peak: rank {}, {})",
         over - kNamed, format_bytes(capacity), highest, format_bytes(peaks[highest])));
   }
@@ -61,159 +47,25 @@ double DimensionSummary::utilization(SimTime end) const {
   return busy.seconds() / (static_cast<double>(links) * end.seconds());
 }
 
-Expected<RunResult> run_simulation(const RunConfig& config,
-                                   const std::function<void(const std::string&)>& warn) {
-  // ---- inputs ----
-  // ASTRA-sim's multi-dimensional YAML or a graph topology file (network/graph_yaml.h); a graph
-  // gives the system layer its logical layout and the backend its physical links.
-  Expected<net::NetworkDescription> described = net::load_network_file(config.network);
-  if (!described) return described.error();
-  const std::shared_ptr<const net::Graph> physical = described->graph;
-  std::optional<net::Topology> topology(std::move(described->logical));
-  const uint32_t rank_count = topology->rank_count();
-
-  Expected<sys::SystemConfig> system = sys::load_system_config(config.system);
-  if (!system) return system.error();
-  for (const std::string& key : system->unknown_keys) {
-    warn(fmt::format("{}: key '{}' is not an ASTRA-sim system key; ignored", config.system, key));
-  }
-
-  memory::RemoteMemoryConfig remote;
-  if (!config.remote_memory.empty()) {
-    Expected<memory::RemoteMemoryConfig> loaded =
-        memory::load_remote_memory_config(config.remote_memory);
-    if (!loaded) return loaded.error();
-    remote = std::move(*loaded);
-  }
-  for (const std::string& key : remote.unknown_keys) {
-    warn(fmt::format("{}: key '{}' is not an ASTRA-sim remote memory key; ignored", remote.path,
-                     key));
-  }
-  if (remote.type == memory::MemoryType::kPerNode &&
-      uint64_t{remote.num_nodes} * remote.num_npus_per_node < rank_count) {
-    const uint64_t covered = uint64_t{remote.num_nodes} * remote.num_npus_per_node;
-    warn(
-        fmt::format("{}: num-nodes x num-npus-per-node = {} x {} covers {} NPUs but the network "
-                    "has {} ranks; ranks {} and above form further nodes of {} (ASTRA-sim would "
-                    "index past its node table)",
-                    remote.path, remote.num_nodes, remote.num_npus_per_node, covered, rank_count,
-                    covered, remote.num_npus_per_node));
-  }
-
-  Expected<chakra::TraceFiles> files = chakra::resolve_trace_files(config.workload);
-  if (!files) return files.error();
-  if (config.uniform) {
-    // Every rank runs rank 0's trace: read it once.
-    files->paths.resize(1);
-  } else if (files->paths.size() < rank_count) {
-    return Error::make(ErrorKind::kIo,
-                       "{}: the network ({}) has {} ranks but the workload has {} rank file(s); "
-                       "{} is missing",
-                       config.workload, config.network, rank_count, files->paths.size(),
-                       chakra::rank_trace_path(config.workload, files->paths.size()));
-  }
-  if (files->paths.size() > rank_count) {
-    warn(fmt::format(
-        "{}: {} rank files but the network has {} ranks; ranks {} and above are not run",
-        config.workload, files->paths.size(), rank_count, rank_count));
-    files->paths.resize(rank_count);
-  }
-
-  // ---- traces, loaded and validated in parallel ----
-  const auto trace_count = static_cast<uint32_t>(files->paths.size());
-  std::vector<LoadedRank> loaded(trace_count);
-  std::optional<SameFileChecker> first_file;
-  if (trace_count > 1) first_file.emplace(files->paths[0]);
-  parallel_for(trace_count, config.threads, [&](size_t rank) {
-    if (rank > 0 && first_file->matches(files->paths[rank])) {
-      loaded[rank].copy_of_first = true;
-      return;
-    }
-    Expected<TraceGraph> graph = chakra::load_trace(files->paths[rank]);
-    if (!graph) {
-      loaded[rank].error = graph.error();
-      return;
-    }
-    loaded[rank].report = chakra::validate_trace(*graph);
-    loaded[rank].graph = std::move(*graph);
-  });
-  size_t repaired_ranks = 0;
-  for (uint32_t rank = 0; rank < trace_count; ++rank) {
-    const LoadedRank& trace = loaded[loaded[rank].copy_of_first ? 0 : rank];
-    if (trace.error) return *trace.error;
-    const chakra::ValidationReport& report = trace.report;
-    if (!report.passes(config.mode)) {
-      std::string lines;
-      for (const std::string& line : report.summary_lines(3)) lines += "\n  " + line;
-      return Error::make(
-          ErrorKind::kTrace, "{}: the trace cannot run in {} mode:{}", files->paths[rank],
-          config.mode == chakra::ValidationMode::kStrict ? "strict" : "lenient", lines);
-    }
-    if (!report.diagnostics().empty()) {
-      // One warning per repaired rank is enough to read; identical ranks would repeat it.
-      if (repaired_ranks++ < 3) {
-        std::string lines;
-        for (const std::string& line : report.summary_lines(1)) lines += "\n  " + line;
-        warn(fmt::format("{}: repaired in lenient mode:{}", files->paths[rank], lines));
-      }
-    }
-  }
-  if (repaired_ranks > 3) warn(fmt::format("... and {} more ranks repaired", repaired_ranks - 3));
-
-  // ---- communicator groups ----
-  workload::CommGroups groups(rank_count);
-  if (!config.comm_groups.empty()) {
-    if (Status status = workload::load_comm_group_file(config.comm_groups, groups); !status) {
-      return status.error();
-    }
-  }
-  // Groups are applied rank by rank (a later definition of a name replaces an earlier one); a
-  // copy of rank 0 re-applies rank 0's metadata without scanning its graph again.
-  std::vector<chakra::NodeIndex> first_metadata;
-  for (uint32_t rank = 0; rank < trace_count; ++rank) {
-    const TraceGraph& graph = *loaded[loaded[rank].copy_of_first ? 0 : rank].graph;
-    auto apply = [&](chakra::NodeIndex node) -> Status {
-      const std::string where = fmt::format("{} node {}", graph.source(), graph.id(node));
-      return workload::add_groups_from_metadata(graph.inputs_values(node), where, groups);
-    };
-    if (loaded[rank].copy_of_first) {
-      for (const chakra::NodeIndex node : first_metadata) {
-        if (Status status = apply(node); !status) return status.error();
-      }
-      continue;
-    }
-    for (chakra::NodeIndex node = 0; node < graph.size(); ++node) {
-      if (graph.type(node) != ChakraProtoMsg::METADATA_NODE) continue;
-      if (rank == 0) first_metadata.push_back(node);
-      if (Status status = apply(node); !status) return status.error();
-    }
-  }
+Expected<RunResult> Simulation::run() {
+  assert(!ran_ && "Simulation::run: a simulation runs once");
+  ran_ = true;
+  const Scenario& scenario = scenario_;
+  const RunSettings& settings = scenario.settings();
+  const chakra::TraceSet& traces = scenario.traces();
+  const net::NetworkDescription& network_description = scenario.network();
+  const std::shared_ptr<const net::Graph>& physical = network_description.graph;
+  const net::Topology& topology = network_description.logical;
+  const sys::SystemConfig& system = scenario.system();
+  const memory::RemoteMemoryConfig& remote = scenario.memory();
+  const chakra::CommGroups& groups = scenario.groups();
+  const uint32_t rank_count = scenario.rank_count();
+  std::vector<std::string> warnings;
 
   // ---- the run ----
   EventEngine engine;
-  const bool roce = config.backend == "roce";
-  if (!roce && (!config.roce_config.empty() || !config.roce_stats.empty())) {
-    return Error::make(ErrorKind::kInvalidArgument,
-                       "--roce-config and --roce-stats need the roce backend (-b roce), not {}",
-                       config.backend);
-  }
-  if (roce && !physical) {
-    return Error::make(
-        ErrorKind::kInvalidArgument,
-        "{}: the roce backend needs a graph topology file (docs/formats/topology.md), "
-        "not an ASTRA-sim network",
-        config.network);
-  }
-  net::RoceConfig roce_config;
-  if (roce && !config.roce_config.empty()) {
-    Expected<net::RoceConfig> loaded_roce = net::load_roce_config(config.roce_config);
-    if (!loaded_roce) return loaded_roce.error();
-    roce_config = *loaded_roce;
-  }
   Expected<std::unique_ptr<net::NetworkBackend>> network =
-      roce       ? net::make_roce_backend(engine, physical, *topology, roce_config)
-      : physical ? net::make_fabric_backend(config.backend, engine, physical, *topology)
-                 : net::make_network_backend(config.backend, engine, *topology, config.rounding);
+      net::make_backend(settings.backend, engine, network_description, settings.backend_options);
   if (!network) return network.error();
 
   std::map<std::string, uint32_t> group_ids;
@@ -225,10 +77,11 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   bool symmetric = false;
   bool through_network = false;
   std::string symmetry_note = "the fast path is off";
-  if (config.fast_path && physical) {
+  const chakra::TraceGraph& first = traces.rank_graph(0);
+  if (settings.fast_path && physical) {
     // Routes on a graph differ from rank to rank (ECMP, tiers): no proof of symmetry.
     symmetry_note = "the network is a graph topology, whose routes differ from rank to rank";
-  } else if (config.fast_path) {
+  } else if (settings.fast_path) {
     std::vector<std::string> all_ranks_groups{""};
     if (group_ids.count("0") != 0) all_ranks_groups.push_back("0");
     for (const auto& [name, group] : groups.named()) {
@@ -236,16 +89,19 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     }
     const bool shared_pools =
         remote.type == memory::MemoryType::kPerNode || remote.type == memory::MemoryType::kPool;
-    SymmetryVerdict verdict = check_symmetric_run(*loaded[0].graph, *system, *topology,
-                                                  config.backend, shared_pools, all_ranks_groups);
-    if (verdict.symmetric && trace_count > 1) {
-      std::vector<uint8_t> same(trace_count, 1);
-      parallel_for(trace_count, config.threads, [&](size_t rank) {
-        same[rank] =
-            loaded[rank].copy_of_first || loaded[0].graph->same_work(*loaded[rank].graph) ? 1 : 0;
+    SymmetryVerdict verdict = check_symmetric_run(first, system, topology, settings.backend,
+                                                  shared_pools, all_ranks_groups);
+    if (verdict.symmetric && !traces.uniform()) {
+      // Each distinct graph a rank runs is compared with rank 0's once.
+      const uint32_t first_index = traces.graph_index(0);
+      std::vector<uint8_t> same(traces.graph_count(), 1);
+      parallel_for(traces.graph_count(), settings.threads, [&](size_t index) {
+        if (index != first_index) {
+          same[index] = first.same_work(traces.graph(static_cast<uint32_t>(index))) ? 1 : 0;
+        }
       });
-      for (uint32_t rank = 1; rank < trace_count && verdict.symmetric; ++rank) {
-        if (!same[rank]) {
+      for (uint32_t rank = 1; rank < rank_count && verdict.symmetric; ++rank) {
+        if (!same[traces.graph_index(rank)]) {
           verdict = {false, fmt::format("rank {} runs a different trace than rank 0", rank)};
         }
       }
@@ -257,30 +113,27 @@ Expected<RunResult> run_simulation(const RunConfig& config,
 
   std::vector<const TraceGraph*> graphs;
   if (symmetric) {
-    graphs.push_back(&*loaded[0].graph);
+    graphs.push_back(&first);
   } else {
     graphs.reserve(rank_count);
-    for (uint32_t rank = 0; rank < rank_count; ++rank) {
-      const bool first = config.uniform || loaded[rank].copy_of_first;
-      graphs.push_back(&*loaded[first ? 0 : rank].graph);
-    }
+    for (uint32_t rank = 0; rank < rank_count; ++rank) graphs.push_back(&traces.rank_graph(rank));
   }
 
   workload::ExecutorOptions options;
-  options.dependencies = config.dependencies;
-  options.roofline = system->roofline_enabled;
-  options.peak_perf_tflops = system->peak_perf_tflops.value_or(0);
-  options.local_mem_bw = system->local_mem_bw_gbps.value_or(0);
-  options.replay_only = system->replay_only;
-  options.compute_scale = config.compute_scale;
-  options.comm_scale = config.comm_scale;
+  options.dependencies = settings.dependencies;
+  options.roofline = system.roofline_enabled;
+  options.peak_perf_tflops = system.peak_perf_tflops.value_or(0);
+  options.local_mem_bw = system.local_mem_bw_gbps.value_or(0);
+  options.replay_only = system.replay_only;
+  options.compute_scale = settings.compute_scale;
+  options.comm_scale = settings.comm_scale;
   options.memory = remote;
 
   sys::EngineOptions engine_options;
-  engine_options.injection_scale = config.injection_scale;
+  engine_options.injection_scale = settings.injection_scale;
   engine_options.mirror = symmetric;
   engine_options.mirror_through_network = symmetric && through_network;
-  engine_options.rounding = config.rounding;
+  engine_options.rounding = settings.backend_options.rounding;
 
   // The executor listens to the collective engine, which needs its groups before the run: build
   // the group table first, then both.
@@ -295,24 +148,24 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   }
   workload::WorkloadExecutor executor(engine, graphs, group_ids, options);
   Expected<std::unique_ptr<sys::CollectiveEngine>> collectives =
-      sys::CollectiveEngine::create(engine, **network, *system, engine_options, executor);
+      sys::CollectiveEngine::create(engine, **network, system, engine_options, executor);
   if (!collectives) return collectives.error();
   for (auto& [name, ranks] : declared) (*collectives)->add_group(std::move(ranks), name);
   executor.bind(**collectives);
-  for (workload::RunObserver* observer : config.observers) executor.add_observer(*observer);
+  for (workload::RunObserver* observer : observers_) executor.add_observer(*observer);
   // Peak memory per rank, when the traces name their tensors, the system file asks for it
   // (track-local-mem) or a capacity is to be checked.
   std::optional<workload::LocalMemoryTracker> local_memory;
   {
     Expected<workload::LocalMemoryTracker> tracker =
-        workload::LocalMemoryTracker::create(graphs, config.threads);
+        workload::LocalMemoryTracker::create(graphs, settings.threads);
     if (!tracker) {
-      if (config.memory_capacity > 0 || config.mode == chakra::ValidationMode::kStrict) {
+      if (settings.memory_capacity > 0 || settings.mode == chakra::ValidationMode::kStrict) {
         return tracker.error();
       }
-      warn(fmt::format("{}; peak memory is not tracked", tracker.error().message()));
-    } else if (tracker->has_tensor_attributes() || config.memory_capacity > 0 ||
-               system->track_local_mem) {
+      warnings.push_back(fmt::format("{}; peak memory is not tracked", tracker.error().message()));
+    } else if (tracker->has_tensor_attributes() || settings.memory_capacity > 0 ||
+               system.track_local_mem) {
       local_memory.emplace(std::move(*tracker));
       executor.add_observer(*local_memory);
     }
@@ -320,7 +173,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
 
   executor.start();
   if (!executor.failure() && !(*collectives)->failure()) {
-    if (!config.progress) {
+    if (!progress_) {
       engine.run();
     } else {
       // Run in slices of simulated time sized to take about a tenth of a second each, reporting
@@ -332,7 +185,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         if (seconds < 0.05 && slice < SimTime::from_ps(int64_t{1} << 50)) slice = slice * 2;
-        config.progress(engine.now(), static_cast<uint32_t>(executor.finished_count()), rank_count);
+        progress_(engine.now(), static_cast<uint32_t>(executor.finished_count()), rank_count);
       }
     }
   }
@@ -374,18 +227,18 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   } else {
     result.links = (*network)->link_stats();
   }
-  for (uint32_t dim = 0; dim < topology->dimension_count(); ++dim) {
+  for (uint32_t dim = 0; dim < topology.dimension_count(); ++dim) {
     DimensionSummary summary;
-    summary.topology = std::string(net::topology_kind_name(topology->dimension(dim).kind));
-    summary.size = topology->size(dim);
-    summary.bandwidth_gbps = topology->dimension(dim).bandwidth.gbps();
-    summary.links = physical ? 0 : topology->link_count(dim);
+    summary.topology = std::string(net::topology_kind_name(topology.dimension(dim).kind));
+    summary.size = topology.size(dim);
+    summary.bandwidth_gbps = topology.dimension(dim).bandwidth.gbps();
+    summary.links = physical ? 0 : topology.link_count(dim);
     result.dimensions.push_back(summary);
   }
   // A graph's link tiers are grouped under the logical dimensions, the outer tiers together
   // under the outermost.
   const auto dimension_of = [&](uint32_t tier) {
-    return std::min(tier, topology->dimension_count() - 1);
+    return std::min(tier, topology.dimension_count() - 1);
   };
   if (physical) {
     for (net::LinkId link = 0; link < physical->link_count(); ++link) {
@@ -399,7 +252,7 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     summary.busy += link.busy;
   }
   if (result.links_aggregated) {
-    for (uint32_t dim = 0; dim < topology->dimension_count(); ++dim) {
+    for (uint32_t dim = 0; dim < topology.dimension_count(); ++dim) {
       DimensionSummary& summary = result.dimensions[dim];
       traffic->dimension_totals(dim, summary.links_used, summary.bytes, summary.busy);
     }
@@ -409,23 +262,76 @@ Expected<RunResult> run_simulation(const RunConfig& config,
     result.end = std::max(result.end, rank.finish);
   result.events = engine.events_handled();
   result.messages = (*collectives)->messages_sent();
-  result.backend = config.backend;
-  if (const auto* roce_backend = dynamic_cast<const net::RoceBackend*>(network->get())) {
-    result.network_notes = roce_backend->summary_lines();
-    if (!config.roce_stats.empty()) {
-      std::ofstream out(config.roce_stats, std::ios::binary);
-      out << roce_backend->stats_json();
-      if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", config.roce_stats);
-    }
-  }
+  result.backend = settings.backend;
+  result.network_notes = (*network)->summary_lines();
+  result.network_stats_json = (*network)->stats_json();
   if (local_memory) {
     result.peak_memory.resize(rank_count);
     for (uint32_t rank = 0; rank < rank_count; ++rank) {
       result.peak_memory[rank] = local_memory->peak(symmetric ? 0 : rank);
     }
-    if (config.memory_capacity > 0) {
-      warn_over_capacity(result.peak_memory, config.memory_capacity, warn);
+    if (settings.memory_capacity > 0) {
+      warn_over_capacity(result.peak_memory, settings.memory_capacity, warnings);
     }
+  }
+  result.warnings = std::move(warnings);
+  result.workload = traces.name();
+  result.network = scenario.inputs().network_name;
+  result.system = system.path;
+  result.rounding = settings.backend_options.rounding;
+  return result;
+}
+
+Expected<RunResult> simulate(const Scenario& scenario) { return Simulation(scenario).run(); }
+
+ScenarioFiles scenario_files(const RunConfig& config) {
+  ScenarioFiles files;
+  files.workload = config.workload;
+  files.system = config.system;
+  files.network = config.network;
+  files.remote_memory = config.remote_memory;
+  files.comm_groups = config.comm_groups;
+  files.roce_config = config.roce_config;
+  files.uniform = config.uniform;
+  files.threads = config.threads;
+  return files;
+}
+
+RunSettings run_settings(const RunConfig& config) {
+  RunSettings settings;
+  settings.backend = config.backend;
+  settings.backend_options.rounding = config.rounding;
+  settings.mode = config.mode;
+  settings.dependencies = config.dependencies;
+  settings.compute_scale = config.compute_scale;
+  settings.comm_scale = config.comm_scale;
+  settings.injection_scale = config.injection_scale;
+  settings.fast_path = config.fast_path;
+  settings.memory_capacity = config.memory_capacity;
+  settings.threads = config.threads;
+  return settings;
+}
+
+Expected<RunResult> run_simulation(const RunConfig& config,
+                                   const std::function<void(const std::string&)>& warn) {
+  if (config.backend != "roce" && (!config.roce_config.empty() || !config.roce_stats.empty())) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "--roce-config and --roce-stats need the roce backend (-b roce), not {}",
+                       config.backend);
+  }
+  Expected<Scenario> scenario = load_scenario(scenario_files(config), run_settings(config));
+  if (!scenario) return scenario.error();
+  for (const std::string& warning : scenario->warnings()) warn(warning);
+  Simulation simulation(std::move(*scenario));
+  for (workload::RunObserver* observer : config.observers) simulation.add_observer(*observer);
+  if (config.progress) simulation.set_progress(config.progress);
+  Expected<RunResult> result = simulation.run();
+  if (!result) return result;
+  for (const std::string& warning : result->warnings) warn(warning);
+  if (!config.roce_stats.empty()) {
+    std::ofstream out(config.roce_stats, std::ios::binary);
+    out << result->network_stats_json;
+    if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", config.roce_stats);
   }
   return result;
 }

@@ -1,11 +1,13 @@
-// sim/simulation.h: one run = workload x system x network x memory, from ASTRA-sim's input files.
+// sim/simulation.h: one run of a Scenario (sim/scenario.h), and its results as data.
 //
-// run_simulation() reads the network (rank count), every rank's trace (in parallel), the system,
-// remote-memory and communicator-group files; validates the traces in the chosen mode; builds the
-// event engine, network backend, collective engine and workload executor; runs to completion; and
-// returns what every rank, collective and link did. A run that cannot finish (a receive without a
-// send, a collective some member never issues, a dependency cycle) is an Error of kind kDeadlock
-// naming the stuck ranks and nodes. One Simulation owns all its state: runs can share a process.
+// A Simulation builds the event engine, the network backend (by name, network/backend_registry.h),
+// the collective engine and the workload executor for its scenario, runs to completion, and returns
+// what every rank, collective and link did. It owns all its state: several simulations, of the same
+// scenario or of scenarios sharing a trace set, may run at once on different threads and give the
+// results each gives alone. A run that cannot finish (a receive without a send, a collective some
+// member never issues, a dependency cycle) is an Error of kind kDeadlock naming the stuck ranks and
+// nodes. Where every rank provably behaves alike (sim/symmetry.h), one representative rank is
+// simulated and stands for all, with identical results.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +19,14 @@
 #include "chakra/validation.h"
 #include "core/error.h"
 #include "network/network_backend.h"
+#include "sim/scenario.h"
 #include "system/collective_engine.h"
 #include "workload/executor.h"
 
 namespace orrery::sim {
 
+// The files and flags of `orrery run` in one value, for callers that start from files:
+// run_simulation() loads the scenario and runs it.
 struct RunConfig {
   std::string workload;       // trace prefix: <workload>.<rank>.et
   std::string system;         // ASTRA-sim system JSON
@@ -86,10 +91,51 @@ struct RunResult {
   bool links_aggregated = false;
   std::string backend;
   std::vector<std::string> network_notes;  // backend-specific summary lines (roce)
+  std::string network_stats_json;          // backend-specific statistics ("" when none: roce's)
+  // What the run found that a user should hear (ranks over the memory capacity, untracked
+  // memory); the scenario's own warnings are Scenario::warnings().
+  std::vector<std::string> warnings;
+  // What was run, for reports: the workload, network and system as named by the scenario.
+  std::string workload;
+  std::string network;
+  std::string system;
+  net::TimeRounding rounding = net::TimeRounding::kAstraSim;
 };
 
-// Warnings (lenient repairs, ignored configuration keys) are passed to `warn` as they are found.
+// Called now and then while a run goes (simulated time reached, ranks finished), for progress
+// displays. The run's results do not depend on it.
+using ProgressFn = std::function<void(SimTime now, uint32_t finished, uint32_t ranks)>;
+
+class Simulation {
+ public:
+  explicit Simulation(Scenario scenario) : scenario_(std::move(scenario)) {}
+
+  // Observers of every rank's activities (timelines, ...); they must outlive run(). Before run().
+  void add_observer(workload::RunObserver& observer) { observers_.push_back(&observer); }
+  void set_progress(ProgressFn progress) { progress_ = std::move(progress); }
+
+  // Runs the scenario to completion. Once per Simulation (asserted).
+  Expected<RunResult> run();
+
+  const Scenario& scenario() const { return scenario_; }
+
+ private:
+  Scenario scenario_;
+  std::vector<workload::RunObserver*> observers_;
+  ProgressFn progress_;
+  bool ran_ = false;
+};
+
+// A Simulation of `scenario`, run.
+Expected<RunResult> simulate(const Scenario& scenario);
+
+// Loads the scenario of `config`'s files, runs it and writes --roce-stats when asked. Warnings
+// (the scenario's, then the run's) are passed to `warn`.
 Expected<RunResult> run_simulation(const RunConfig& config,
                                    const std::function<void(const std::string&)>& warn);
+
+// The files and settings of `config` as a scenario's.
+ScenarioFiles scenario_files(const RunConfig& config);
+RunSettings run_settings(const RunConfig& config);
 
 }  // namespace orrery::sim

@@ -42,35 +42,11 @@
 #include "system/collective.h"
 #include "system/mirror_traffic.h"
 #include "system/system_config.h"
+#include "system/system_layer.h"
 
 namespace orrery::sys {
 
 using net::Rank;
-
-// Hears when operations issued through the engine complete. Called from inside engine events at the
-// completion time (or synchronously inside the issuing call for work that takes no time).
-class SystemListener {
- public:
-  virtual ~SystemListener() = default;
-  virtual void on_collective_done(Rank rank, uint64_t cookie) = 0;
-  virtual void on_send_done(Rank rank, uint64_t cookie) = 0;
-  virtual void on_recv_done(Rank rank, uint64_t cookie) = 0;
-
- protected:
-  SystemListener() = default;
-  SystemListener(const SystemListener&) = default;
-  SystemListener& operator=(const SystemListener&) = default;
-};
-
-struct CollectiveRequest {
-  CollectiveType type = CollectiveType::kAllReduce;
-  uint64_t bytes = 0;            // comm_size: the per-rank buffer (per-rank input for all-gather)
-  uint32_t group = 0;            // from add_group; 0 is every rank
-  uint32_t involved_dims = ~0u;  // bit d: the collective may use network dimension d
-  int64_t priority = 0;          // used by the EXPLICIT scheduling policy
-  uint64_t cookie = 0;           // handed back in on_collective_done
-  uint64_t node_id = 0;          // the trace node, for messages
-};
 
 // What one collective did, for reports (one record per collective instance of a group).
 struct CollectiveRecord {
@@ -99,7 +75,10 @@ struct EngineOptions {
   net::TimeRounding rounding = net::TimeRounding::kAstraSim;  // for mirror-mode delays
 };
 
-class CollectiveEngine final : private EventHandler, private net::DeliveryListener {
+// The system layer of ASTRA-sim's model (system_layer.h).
+class CollectiveEngine final : public SystemLayer,
+                               private EventHandler,
+                               private net::DeliveryListener {
  public:
   // Checks the configuration against the network (one implementation per dimension for every
   // collective type; local-mem-bw present) and registers with `engine`. Build phase.
@@ -120,15 +99,15 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   // Starts a collective at `rank` now. Error when `rank` is not in the group, or when the group's
   // other ranks issued a different collective (type or size) at the same position of their order.
   // Any time, also inside events.
-  Status issue_collective(Rank rank, const CollectiveRequest& request);
+  Status issue_collective(Rank rank, const CollectiveRequest& request) override;
 
   // Point-to-point: a send completes when its message arrives at `dst`; a receive when its message
   // has arrived (at once if it came earlier). Messages match on (src, dst, tag) in issue order; a
   // size that differs between a send and its receive is an error reported by failure().
   void issue_send(Rank src, Rank dst, int64_t tag, uint64_t bytes, uint64_t cookie,
-                  uint64_t node_id);
+                  uint64_t node_id) override;
   void issue_recv(Rank dst, Rank src, int64_t tag, uint64_t bytes, uint64_t cookie,
-                  uint64_t node_id);
+                  uint64_t node_id) override;
 
   // The first error met inside an event (the run stopped there), if any.
   const std::optional<Error>& failure() const { return failure_; }

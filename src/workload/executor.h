@@ -7,7 +7,7 @@
 // from duration_micros or modelled by the roofline; collectives and point-to-point messages go to
 // the system layer; memory nodes go to the remote memory (memory/remote_memory.h).
 //
-// One executor per simulation. It is the SystemListener of the CollectiveEngine (bind() once).
+// One executor per simulation. It is the SystemListener of the system layer (bind() once).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,7 @@
 #include "core/event_engine.h"
 #include "memory/remote_memory.h"
 #include "memory/remote_memory_config.h"
-#include "system/collective_engine.h"
+#include "system/system_layer.h"
 
 namespace orrery::workload {
 
@@ -103,7 +103,7 @@ struct RankResult {
 class WorkloadExecutor final : public sys::SystemListener, private EventHandler {
  public:
   // `graphs` (one per rank, index = rank) must outlive the executor; `groups` maps a pg_name to a
-  // CollectiveEngine group id ("" is group 0). Registers with `engine`. Build phase.
+  // system-layer group id ("" is group 0). Registers with `engine`. Build phase.
   WorkloadExecutor(EventEngine& engine, std::vector<const chakra::TraceGraph*> graphs,
                    std::map<std::string, uint32_t> groups, ExecutorOptions options);
   ~WorkloadExecutor() override;
@@ -111,7 +111,7 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   WorkloadExecutor& operator=(const WorkloadExecutor&) = delete;
 
   // Connects the system layer. Once, before start().
-  void bind(sys::CollectiveEngine& system) { system_ = &system; }
+  void bind(sys::SystemLayer& system) { system_ = &system; }
   // Adds an observer of activities (optional; several may be added). Before start().
   void add_observer(RunObserver& observer) { observers_.push_back(&observer); }
   // Issues every rank's first ready nodes at time zero (rank order). Call once, outside events.
@@ -170,7 +170,7 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
 
   EventEngine& engine_;
   HandlerId id_{};
-  sys::CollectiveEngine* system_ = nullptr;
+  sys::SystemLayer* system_ = nullptr;
   std::vector<RankState> ranks_;
   std::vector<RunObserver*> observers_;
   std::map<std::string, uint32_t> groups_;

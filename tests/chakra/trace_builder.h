@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -87,6 +88,11 @@ inline void write_trace(const std::string& path, const std::vector<Node>& nodes,
   ASSERT_TRUE(writer) << writer.error().message();
   for (const Node& node : nodes) ASSERT_TRUE(writer->write(node));
   ASSERT_TRUE(writer->close());
+}
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
 }
 
 inline std::string test_data(const std::string& relative) {

@@ -5,7 +5,7 @@
 #include "convert/json_file.h"
 #include "convert/kineto_trace.h"
 #include "convert_test_support.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::convert {
 namespace {
@@ -115,8 +115,8 @@ TEST(Converter, maps_ops_groups_and_collectives_of_a_host_trace) {
   const auto* metadata =
       node_named(*conversion, "## process_group:init ##", ChakraProtoMsg::METADATA_NODE);
   ASSERT_NE(metadata, nullptr);
-  workload::CommGroups groups(2);
-  ASSERT_TRUE(workload::add_groups_from_metadata(metadata->inputs().values(), "m", groups));
+  chakra::CommGroups groups(2);
+  ASSERT_TRUE(chakra::add_groups_from_metadata(metadata->inputs().values(), "m", groups));
   ASSERT_NE(groups.find("1"), nullptr) << "the comm-group reader understands the METADATA text";
   EXPECT_EQ(groups.find("1")->ranks, (std::vector<uint32_t>{0, 1}));
 

@@ -71,22 +71,17 @@ TEST(LibraSimulation, optimum_beats_the_equal_split_in_simulation_too) {
       // simulated as sub-dimensions 2 x 2).
       {"GPT_3", four, {{{2, 2, -1, -1}, {2, 2, -1, -1}, {-1, 2, 2, 4}}}},
   };
-  const std::string root =
-      (std::filesystem::temp_directory_path() / "orrery_libra_simulation_test").string();
   for (const Case& c : cases) {
     const Problem problem = reduced(c);
     const std::string label = fmt::format("{} {}-D", c.workload, c.dims.size());
     Expected<Solution> solution = solve(problem);
     ASSERT_TRUE(solution) << label << ": " << solution.error().message();
     ASSERT_TRUE(solution->has_equal);
-    const std::string folder = fmt::format("{}/{}_{}d", root, c.workload, c.dims.size());
-    Expected<LibraTraces> traces = write_libra_traces(problem, folder);
-    ASSERT_TRUE(traces) << label << ": " << traces.error().message();
-    Expected<double> equal =
-        simulate_allocation(problem, *traces, solution->equal.bandwidth, folder + "/equal.yml");
+    Expected<LibraWorkload> workload = build_libra_workload(problem);
+    ASSERT_TRUE(workload) << label << ": " << workload.error().message();
+    Expected<double> equal = simulate_allocation(problem, *workload, solution->equal.bandwidth);
     ASSERT_TRUE(equal) << label << ": " << equal.error().message();
-    Expected<double> optimum =
-        simulate_allocation(problem, *traces, solution->optimum.bandwidth, folder + "/optimum.yml");
+    Expected<double> optimum = simulate_allocation(problem, *workload, solution->optimum.bandwidth);
     ASSERT_TRUE(optimum) << label << ": " << optimum.error().message();
     const double model_speedup = solution->equal.time_ns / solution->optimum.time_ns;
     const double simulated_speedup = *equal / *optimum;
@@ -128,15 +123,12 @@ TEST(LibraSimulation, a_partly_used_dimension_is_split_and_its_groups_are_the_mo
   std::vector<std::pair<size_t, uint32_t>> parts;
   for (const SimulatedDimension& d : *dims) parts.emplace_back(d.parent, d.size);
   EXPECT_EQ(parts, (std::vector<std::pair<size_t, uint32_t>>{{0, 2}, {1, 2}, {1, 2}, {2, 2}}));
-  const std::string folder =
-      (std::filesystem::temp_directory_path() / "orrery_libra_partial_test").string();
-  Expected<LibraTraces> traces = write_libra_traces(problem, folder);
-  ASSERT_TRUE(traces) << traces.error().message();
+  Expected<LibraWorkload> workload = build_libra_workload(problem);
+  ASSERT_TRUE(workload) << workload.error().message();
   // rank = c0 + 2 (c1 + 4 c2), c1 = inner + 2 outer: rank 0's tensor group is c0, inner in
   // {0, 1} (ranks 0..3); its data group is outer, c2 in {0, 1} (ranks 0, 4, 8, 12).
-  const nlohmann::json groups = nlohmann::json::parse(std::ifstream(traces->comm_groups));
   std::vector<std::vector<uint32_t>> members;
-  for (const auto& [id, ranks] : groups.items()) members.push_back(ranks);
+  for (const auto& [id, group] : workload->groups->named()) members.push_back(group.ranks);
   EXPECT_NE(std::find(members.begin(), members.end(), std::vector<uint32_t>{0, 1, 2, 3}),
             members.end());
   EXPECT_NE(std::find(members.begin(), members.end(), std::vector<uint32_t>{0, 4, 8, 12}),
@@ -150,13 +142,9 @@ TEST(LibraSimulation, a_partly_used_dimension_is_split_and_its_groups_are_the_mo
                 *sizes == (std::vector<int32_t>{-1, 2, 2}));
   }
   // The network gives each part the dimension's B per NPU: direct over one link of B1.
-  Expected<double> simulated =
-      simulate_allocation(problem, *traces, {100, 100, 100}, folder + "/equal.yml");
+  Expected<double> simulated = simulate_allocation(problem, *workload, {100, 100, 100});
   ASSERT_TRUE(simulated) << simulated.error().message();
-  const std::string network = [&] {
-    std::ifstream in(folder + "/equal.yml");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }();
+  const std::string network = libra_network_yaml(problem, *workload, {100, 100, 100});
   EXPECT_NE(network.find("npus_count: [ 2, 2, 2, 2 ]"), std::string::npos) << network;
   EXPECT_NE(network.find("topology: [ Ring, FullyConnected, FullyConnected, Switch ]"),
             std::string::npos)

@@ -184,7 +184,8 @@ TEST(NetCli, send_and_info_read_graph_topologies) {
       {{"--src", "0", "--dst", "3", "--size", "1000000TiB"},
        "--size 1000000TiB: the message would take more than 2^61 ps (26 days) on link 0"},
       {{"--src", "0", "--dst", "3", "--size", "1", "--backend", "garnet"},
-       "--backend: backend 'garnet' does not run on a graph topology"},
+       "--backend: unknown network backend 'garnet' (expected analytical, congestion-aware, "
+       "flow, roce)"},
   };
   for (const auto& c : bad_cases) {
     std::vector<std::string> args = {"net", "send", "--network", clos};

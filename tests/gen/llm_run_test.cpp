@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "chakra/comm_groups.h"
 #include "chakra/trace_file.h"
 #include "chakra/validation.h"
 #include "gen/dlrm_generator.h"
@@ -15,7 +16,6 @@
 #include "gen/llm_generator.h"
 #include "gen/rescale.h"
 #include "sim/sim_test_support.h"
-#include "workload/comm_groups.h"
 
 // Some inputs are the public files in ../shared/data; without that folder these tests skip.
 #define SKIP_WITHOUT_SHARED_DATA()                            \
@@ -48,25 +48,27 @@ void expect_valid_files(const GeneratedTraces& traces, uint32_t ranks) {
     EXPECT_TRUE(report.passes(chakra::ValidationMode::kStrict)) << path;
     for (const std::string& line : report.summary_lines()) ADD_FAILURE() << path << ": " << line;
   }
-  workload::CommGroups groups(ranks);
-  EXPECT_TRUE(workload::load_comm_group_file(traces.group_file, groups));
+  chakra::CommGroups groups(ranks);
+  EXPECT_TRUE(chakra::load_comm_group_file(traces.group_file, groups));
   EXPECT_EQ(groups.named().size(), traces.groups);
 }
 
-Expected<sim::RunResult> run_files(const TempDir& dir, const GeneratedTraces& traces,
-                                   const std::string& prefix, const Network& network,
-                                   const std::string& backend, const std::string& system) {
-  test::write_text(dir.file("sys.json"), system);
-  test::write_text(dir.file("net.yml"), test::network_yaml(network.kinds, network.sizes,
-                                                           network.bandwidths, network.latencies));
-  sim::RunConfig config;
-  config.workload = prefix;
-  config.comm_groups = traces.group_file;
-  config.system = dir.file("sys.json");
-  config.network = dir.file("net.yml");
-  config.backend = backend;
-  config.mode = chakra::ValidationMode::kStrict;
-  return sim::run_simulation(config, [](const std::string& warning) { ADD_FAILURE() << warning; });
+// Runs generated rank files strictly; the system and network are given as text.
+Expected<sim::RunResult> run_files(const GeneratedTraces& traces, const std::string& prefix,
+                                   const Network& network, const std::string& backend,
+                                   const std::string& system) {
+  test::RunInputs inputs;
+  inputs.traces = test::load_traces(prefix);
+  inputs.system = system;
+  inputs.network =
+      test::network_yaml(network.kinds, network.sizes, network.bandwidths, network.latencies);
+  inputs.comm_groups = test::read_text(traces.group_file);
+  inputs.settings.backend = backend;
+  inputs.settings.mode = chakra::ValidationMode::kStrict;
+  std::vector<std::string> warnings;
+  Expected<sim::RunResult> result = test::simulate(inputs, &warnings);
+  for (const std::string& warning : warnings) ADD_FAILURE() << warning;
+  return result;
 }
 
 std::string roofline_system(uint32_t dims, double peak_tflops = 300, double mem_bw = 2000) {
@@ -90,9 +92,8 @@ sim::RunResult generate_and_run(const TempDir& dir, const TransformerModel& mode
   EXPECT_TRUE(traces) << traces.error().message();
   if (!traces) return {};
   expect_valid_files(*traces, gen->ranks());
-  Expected<sim::RunResult> result =
-      run_files(dir, *traces, prefix, network, backend,
-                system.empty() ? roofline_system(network.dims) : system);
+  Expected<sim::RunResult> result = run_files(
+      *traces, prefix, network, backend, system.empty() ? roofline_system(network.dims) : system);
   EXPECT_TRUE(result) << result.error().message();
   if (!result) return {};
   for (const auto& rank : result->rank_results) {
@@ -113,6 +114,50 @@ TEST(LlmRun, tensor_sequence_pipeline_data_zero1_and_recomputation_run) {
   plan.recompute = true;
   const sim::RunResult result = generate_and_run(dir, tiny_gpt(), plan, kCube);
   EXPECT_GT(result.collectives.size(), 0u);
+}
+
+TEST(LlmRun, a_plan_built_in_memory_runs_exactly_as_its_rank_files) {
+  TempDir dir;
+  ParallelPlan plan = plan_of(2, 2, 2, 8);
+  plan.zero = 1;
+  const sim::RunResult from_files = generate_and_run(dir, tiny_gpt(), plan, kCube);
+  Expected<LlmGenerator> gen = LlmGenerator::create(tiny_gpt(), plan);
+  ASSERT_TRUE(gen) << gen.error().message();
+  Expected<BuiltTraces> built = build_llm_traces(*gen, "tiny", RankFileOptions{});
+  ASSERT_TRUE(built) << built.error().message();
+  // Every rank of this plan has its own groups, hence its own graph; ranks of a data-parallel
+  // plan run the same program and share one.
+  EXPECT_EQ(built->traces->rank_count(), 8u);
+  EXPECT_EQ(built->traces->graph_count(), 8u);
+  Expected<LlmGenerator> data_parallel = LlmGenerator::create(tiny_gpt(), plan_of(4, 1, 1, 8));
+  ASSERT_TRUE(data_parallel) << data_parallel.error().message();
+  Expected<BuiltTraces> shared = build_llm_traces(*data_parallel, "dp", RankFileOptions{});
+  ASSERT_TRUE(shared) << shared.error().message();
+  EXPECT_EQ(shared->traces->rank_count(), 4u);
+  EXPECT_EQ(shared->traces->graph_count(), 1u);
+  EXPECT_EQ(built->groups->named().size(), gen->groups().count());
+  test::RunInputs inputs;
+  inputs.traces = built->traces;
+  inputs.system = roofline_system(3);
+  inputs.network = test::network_yaml(kCube.kinds, kCube.sizes, kCube.bandwidths, kCube.latencies);
+  sim::Scenario::Inputs parts;
+  Expected<sim::Scenario> base = test::make_scenario(inputs);
+  ASSERT_TRUE(base) << base.error().message();
+  parts = base->inputs();
+  parts.comm_groups = built->groups;
+  parts.settings.mode = chakra::ValidationMode::kStrict;
+  Expected<sim::Scenario> scenario = sim::Scenario::create(parts);
+  ASSERT_TRUE(scenario) << scenario.error().message();
+  Expected<sim::RunResult> in_memory = sim::simulate(*scenario);
+  ASSERT_TRUE(in_memory) << in_memory.error().message();
+  ASSERT_EQ(in_memory->rank_results.size(), from_files.rank_results.size());
+  for (size_t rank = 0; rank < from_files.rank_results.size(); ++rank) {
+    EXPECT_EQ(in_memory->rank_results[rank].finish, from_files.rank_results[rank].finish);
+    EXPECT_EQ(in_memory->rank_results[rank].comm_exposed,
+              from_files.rank_results[rank].comm_exposed);
+  }
+  EXPECT_EQ(in_memory->collectives.size(), from_files.collectives.size());
+  EXPECT_EQ(in_memory->events, from_files.events);
 }
 
 TEST(LlmRun, context_parallel_with_fsdp_runs_on_the_congestion_aware_backend) {
@@ -217,7 +262,7 @@ TEST(InferenceRun, prefill_and_decode_with_tensor_and_pipeline_parallelism_run) 
   expect_valid_files(*traces, 4);
   const Network network{"Ring, Switch", "2, 2", "200, 50", "500, 1000", 2};
   Expected<sim::RunResult> result =
-      run_files(dir, *traces, prefix, network, "analytical", roofline_system(2));
+      run_files(*traces, prefix, network, "analytical", roofline_system(2));
   ASSERT_TRUE(result) << result.error().message();
   for (const auto& rank : result->rank_results) EXPECT_TRUE(rank.finished) << rank.rank;
 }
@@ -238,7 +283,7 @@ TEST(DlrmRun, every_sharding_validates_and_runs_with_the_embedding_exchange_on_t
     ASSERT_TRUE(traces) << traces.error().message();
     expect_valid_files(*traces, 8);
     Expected<sim::RunResult> result =
-        run_files(dir, *traces, prefix, kCube, "analytical", roofline_system(3));
+        run_files(*traces, prefix, kCube, "analytical", roofline_system(3));
     ASSERT_TRUE(result) << result.error().message();
     const DlrmComm comm = dlrm_comm(*model, plan);
     for (const auto& rank : result->rank_results) {
@@ -279,7 +324,7 @@ TEST(RescaleRun, generated_dp_2_traces_rescaled_to_dp_8_validate_and_run) {
   expect_valid_files(out, 32);
   const Network network{"Ring, Ring, Switch", "2, 8, 2", "200, 100, 50", "500, 500, 1000", 3};
   Expected<sim::RunResult> result =
-      run_files(dir, out, dir.file("out/w"), network, "analytical", roofline_system(3));
+      run_files(out, dir.file("out/w"), network, "analytical", roofline_system(3));
   ASSERT_TRUE(result) << result.error().message();
   for (const auto& rank : result->rank_results) {
     EXPECT_TRUE(rank.finished) << rank.rank;
@@ -308,8 +353,8 @@ TEST(RescaleRun, symbolic_tensor_graph_dp2_tp2_pp2_rescaled_to_dp4_runs) {
   EXPECT_EQ(rescaled->data_groups, 4u);
   EXPECT_EQ(rescaled->replica_groups, 12u);
   EXPECT_EQ(rescaled->new_groups, 4u + 2 * 12);
-  workload::CommGroups groups(16);
-  ASSERT_TRUE(workload::load_comm_group_file(rescaled->group_file, groups));
+  chakra::CommGroups groups(16);
+  ASSERT_TRUE(chakra::load_comm_group_file(rescaled->group_file, groups));
   EXPECT_EQ(groups.find("1")->ranks, (std::vector<uint32_t>{0, 1, 2, 3}));
   GeneratedTraces out;
   out.rank_files = rescaled->rank_files;
@@ -318,7 +363,7 @@ TEST(RescaleRun, symbolic_tensor_graph_dp2_tp2_pp2_rescaled_to_dp4_runs) {
   expect_valid_files(out, 16);
   const Network network{"Ring, Ring, Switch", "4, 2, 2", "200, 100, 50", "500, 500, 1000", 3};
   Expected<sim::RunResult> result =
-      run_files(dir, out, dir.file("out/w"), network, "analytical", roofline_system(3));
+      run_files(out, dir.file("out/w"), network, "analytical", roofline_system(3));
   ASSERT_TRUE(result) << result.error().message();
   uint64_t nodes = 0;
   for (const auto& rank : result->rank_results) {

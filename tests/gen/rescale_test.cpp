@@ -16,7 +16,7 @@
 #include "gen/llm_generator.h"
 #include "gen/rescale.h"
 #include "sim/sim_test_support.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::gen {
 namespace {
@@ -53,8 +53,8 @@ std::vector<ChakraProtoMsg::Node> read_nodes(const std::string& path) {
 
 // pg_name -> "[members]", so that groups numbered differently compare by what they are.
 std::map<std::string, std::string> member_lists(const std::string& group_file, uint32_t ranks) {
-  workload::CommGroups groups(ranks);
-  EXPECT_TRUE(workload::load_comm_group_file(group_file, groups));
+  chakra::CommGroups groups(ranks);
+  EXPECT_TRUE(chakra::load_comm_group_file(group_file, groups));
   std::map<std::string, std::string> lists;
   for (const auto& [name, group] : groups.named()) {
     std::string text;

@@ -369,10 +369,9 @@ TEST(HtmlReport, accepts_what_run_result_to_json_writes) {
   dim.bytes = 1 << 20;
   dim.busy = SimTime::from_ps(500'000);
   result.dimensions.push_back(dim);
-  sim::RunConfig config;
-  config.workload = "w";
-  config.network = "n.yml";
-  const json doc = json::parse(run_result_to_json(result, config, 0.5).dump());
+  result.workload = "w";
+  result.network = "n.yml";
+  const json doc = json::parse(run_result_to_json(result, 0.5).dump());
   const std::string html = render(doc);
   EXPECT_NE(html.find("2,000 ns"), std::string::npos);
   EXPECT_NE(html.find("all-reduce \u00b7 group tp \u00b7 1.00 MiB"), std::string::npos);

@@ -6,22 +6,13 @@
 namespace orrery::sim {
 namespace {
 
-using test::TempDir;
-
-Expected<RunResult> run_ranks(const TempDir& dir,
-                              const std::vector<std::vector<ChakraProtoMsg::Node>>& ranks,
+Expected<RunResult> run_ranks(const std::vector<std::vector<ChakraProtoMsg::Node>>& ranks,
                               const std::string& network) {
-  test::write_text(dir.file("sys.json"), test::system_json("ring", 1));
-  test::write_text(dir.file("net.yml"), network);
-  std::filesystem::create_directories(dir.file("w"));
-  for (size_t rank = 0; rank < ranks.size(); ++rank) {
-    test::write_trace(dir.file("w/w." + std::to_string(rank) + ".et"), ranks[rank]);
-  }
-  RunConfig config;
-  config.workload = dir.file("w/w");
-  config.system = dir.file("sys.json");
-  config.network = dir.file("net.yml");
-  return run_simulation(config, [](const std::string&) {});
+  test::RunInputs inputs;
+  inputs.traces = test::traces_of(ranks);
+  inputs.system = test::system_json("ring", 1);
+  inputs.network = network;
+  return test::simulate(inputs);
 }
 
 ChakraProtoMsg::Node kernel(uint64_t id, uint64_t micros) {
@@ -34,11 +25,10 @@ ChakraProtoMsg::Node kernel(uint64_t id, uint64_t micros) {
 constexpr int64_t kAllReduceNs = 24620;
 
 TEST(Breakdown, communication_hidden_by_compute_is_not_exposed) {
-  TempDir dir;
   // The collective and a 10 us kernel start together: 10 us of the 24.62 us are hidden.
   const std::vector<ChakraProtoMsg::Node> rank{
       test::coll_node(1, ChakraProtoMsg::ALL_REDUCE, 1 << 20), kernel(2, 10)};
-  auto result = run_ranks(dir, {rank, rank}, test::network_yaml("Ring", "2", "50", "500"));
+  auto result = run_ranks({rank, rank}, test::network_yaml("Ring", "2", "50", "500"));
   ASSERT_TRUE(result) << result.error().message();
   for (const auto& r : result->rank_results) {
     EXPECT_EQ(r.comm_active, SimTime::from_ns(kAllReduceNs));
@@ -51,10 +41,9 @@ TEST(Breakdown, communication_hidden_by_compute_is_not_exposed) {
 }
 
 TEST(Breakdown, communication_shorter_than_compute_is_fully_hidden) {
-  TempDir dir;
   const std::vector<ChakraProtoMsg::Node> rank{
       test::coll_node(1, ChakraProtoMsg::ALL_REDUCE, 1 << 20), kernel(2, 30)};
-  auto result = run_ranks(dir, {rank, rank}, test::network_yaml("Ring", "2", "50", "500"));
+  auto result = run_ranks({rank, rank}, test::network_yaml("Ring", "2", "50", "500"));
   ASSERT_TRUE(result) << result.error().message();
   for (const auto& r : result->rank_results) {
     EXPECT_EQ(r.comm_active, SimTime::from_ns(kAllReduceNs));
@@ -66,10 +55,9 @@ TEST(Breakdown, communication_shorter_than_compute_is_fully_hidden) {
 }
 
 TEST(Breakdown, communication_after_compute_is_all_exposed_and_nothing_is_idle) {
-  TempDir dir;
   const std::vector<ChakraProtoMsg::Node> rank{
       kernel(1, 10), test::coll_node(2, ChakraProtoMsg::ALL_REDUCE, 1 << 20, {1})};
-  auto result = run_ranks(dir, {rank, rank}, test::network_yaml("Ring", "2", "50", "500"));
+  auto result = run_ranks({rank, rank}, test::network_yaml("Ring", "2", "50", "500"));
   ASSERT_TRUE(result) << result.error().message();
   for (const auto& r : result->rank_results) {
     EXPECT_EQ(r.comm_exposed, SimTime::from_ns(kAllReduceNs));
@@ -81,7 +69,6 @@ TEST(Breakdown, communication_after_compute_is_all_exposed_and_nothing_is_idle) 
 TEST(Breakdown, a_rank_waiting_for_nothing_in_flight_is_idle) {
   // Rank 1 receives what rank 0 sends after 10 us of compute; rank 1's receive counts as
   // communication in flight, and rank 0 is never idle either.
-  TempDir dir;
   auto send = test::make_node(2, ChakraProtoMsg::COMM_SEND_NODE, {1});
   test::add_attr(send, "comm_dst").set_int32_val(1);
   test::add_attr(send, "comm_tag").set_int32_val(0);
@@ -91,7 +78,7 @@ TEST(Breakdown, a_rank_waiting_for_nothing_in_flight_is_idle) {
   test::add_attr(recv, "comm_tag").set_int32_val(0);
   test::add_attr(recv, "comm_size").set_int64_val(1024);
   auto result =
-      run_ranks(dir, {{kernel(1, 10), send}, {recv}}, test::network_yaml("Ring", "2", "50", "500"));
+      run_ranks({{kernel(1, 10), send}, {recv}}, test::network_yaml("Ring", "2", "50", "500"));
   ASSERT_TRUE(result) << result.error().message();
   const auto& receiver = result->rank_results[1];
   EXPECT_EQ(receiver.finish, result->rank_results[0].finish);
@@ -101,12 +88,11 @@ TEST(Breakdown, a_rank_waiting_for_nothing_in_flight_is_idle) {
 
 TEST(LinkBytes, a_ring_all_reduce_puts_2_s_n_minus_1_bytes_evenly_on_the_ring) {
   // 8 MiB on Ring(8): 4 chunks of 2 MiB, 14 steps of 256 KiB per rank and chunk, all clockwise.
-  TempDir dir;
   test::MicroRun run;
   run.bytes = 8 << 20;
   run.system = test::system_json("ring", 1);
   run.network = test::network_yaml("Ring", "8", "50", "500");
-  auto result = test::run_micro(run, dir);
+  auto result = test::run_micro(run);
   ASSERT_TRUE(result) << result.error().message();
   const uint64_t total = 2ull * (8 << 20) * 7;
   uint64_t sum = 0;

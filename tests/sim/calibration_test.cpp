@@ -14,7 +14,6 @@ namespace {
 
 using gen::MicrobenchKind;
 using test::MicroRun;
-using test::TempDir;
 
 constexpr uint64_t kMiB = 1 << 20;
 
@@ -46,14 +45,13 @@ TEST_P(CalibrationTable, every_size_matches_astra_sim_to_the_nanosecond) {
   for (const char* backend : {"analytical", "congestion-aware"}) {
     if (std::string(backend) == "congestion-aware" && !figure.aware_too) continue;
     for (int idx = 0; idx < 3; ++idx) {
-      TempDir dir;
       MicroRun run;
       run.kind = figure.kind;
       run.bytes = sizes[idx];
       run.backend = backend;
       run.system = test::system_json(figure.algorithm, 1);
       run.network = test::network_yaml(figure.topology, "8", "50.0", "500.0");
-      auto result = test::run_micro(run, dir);
+      auto result = test::run_micro(run);
       ASSERT_TRUE(result) << result.error().message();
       EXPECT_EQ(test::common_finish_ns(*result), figure.ns[idx])
           << figure.topology << " " << figure.algorithm << " " << backend << " " << sizes[idx]
@@ -86,14 +84,18 @@ TEST(PublicExamples, reduce_scatter_1mb_on_4_ranks_takes_22240_ns) {
 }
 
 TEST(PublicExamples, all_gather_1mb_on_16_ranks_congestion_aware_takes_323560_ns) {
-  TempDir dir;
   gen::MicrobenchSpec micro;
   micro.kind = MicrobenchKind::kAllGather;
   micro.bytes = kMiB;
   micro.ranks = 16;
-  ASSERT_TRUE(gen::write_microbench(micro, dir.file("ag/all_gather")));
-  auto result = run_files(dir.file("ag/all_gather"), data("astra-sim/configs/Ring_4chunks.json"),
-                          data("network/Ring_16npus.yml"), "congestion-aware");
+  auto traces = gen::build_microbench(micro);
+  ASSERT_TRUE(traces) << traces.error().message();
+  test::RunInputs inputs;
+  inputs.traces = *traces;
+  inputs.system = test::read_text(data("astra-sim/configs/Ring_4chunks.json"));
+  inputs.network = test::read_text(data("network/Ring_16npus.yml"));
+  inputs.settings.backend = "congestion-aware";
+  auto result = test::simulate(inputs);
   ASSERT_TRUE(result) << result.error().message();
   EXPECT_EQ(test::common_finish_ns(*result), 323560);
 }
@@ -109,31 +111,32 @@ TEST(PublicExamples, hgx_h100_all_reduce_with_two_active_chunks_takes_57426_ns) 
 
 TEST(PublicExamples, custom_ring_all_reduce_graph_takes_90174_ns) {
   // The collective runs as ASTRA-sim's own point-to-point graph: 14 x 2,941 + 7 x 7,000 ns.
-  TempDir dir;
-  test::write_text(
-      dir.file("custom.json"),
-      fmt::format("{{\"scheduling-policy\": \"FIFO\", \"preferred-dataset-splits\": 1,\n"
-                  " \"all-reduce-implementation-custom\": [\"{}\"], \"local-mem-bw\": 50}}\n",
-                  data("astra-sim/custom_ring_allreduce/custom_allreduce")));
-  auto result =
-      run_files(data("astra-sim/microbenchmarks/all_reduce/8npus_1MB/all_reduce"),
-                dir.file("custom.json"), data("network/Ring_8npus.yml"), "congestion-aware");
+  test::RunInputs inputs;
+  inputs.traces =
+      test::load_traces(data("astra-sim/microbenchmarks/all_reduce/8npus_1MB/all_reduce"));
+  inputs.system = fmt::format(
+      "{{\"scheduling-policy\": \"FIFO\", \"preferred-dataset-splits\": 1,\n"
+      " \"all-reduce-implementation-custom\": [\"{}\"], \"local-mem-bw\": 50}}\n",
+      data("astra-sim/custom_ring_allreduce/custom_allreduce"));
+  inputs.network = test::read_text(data("network/Ring_8npus.yml"));
+  inputs.settings.backend = "congestion-aware";
+  auto result = test::simulate(inputs);
   ASSERT_TRUE(result) << result.error().message();
   EXPECT_EQ(test::common_finish_ns(*result), 90174);
 }
 
 TEST(PublicExamples, the_shipped_microbenchmark_files_give_the_table_figures) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), test::system_json("ring", 1));
-  test::write_text(dir.file("net.yml"), test::network_yaml("Ring", "8", "50.0", "500.0"));
   const std::pair<const char*, int64_t> cases[] = {{"all_reduce", 64440},
                                                    {"all_gather", 151016},
                                                    {"reduce_scatter", 33080},
                                                    {"all_to_all", 125480}};
   for (const auto& [name, expected] : cases) {
-    auto result =
-        run_files(data(std::string("astra-sim/microbenchmarks/") + name + "/8npus_1MB/" + name),
-                  dir.file("sys.json"), dir.file("net.yml"), "analytical");
+    test::RunInputs inputs;
+    inputs.traces = test::load_traces(
+        data(std::string("astra-sim/microbenchmarks/") + name + "/8npus_1MB/" + name));
+    inputs.system = test::system_json("ring", 1);
+    inputs.network = test::network_yaml("Ring", "8", "50.0", "500.0");
+    auto result = test::simulate(inputs);
     ASSERT_TRUE(result) << result.error().message();
     EXPECT_EQ(test::common_finish_ns(*result), expected) << name;
   }

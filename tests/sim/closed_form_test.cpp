@@ -11,7 +11,6 @@ namespace {
 
 using gen::MicrobenchKind;
 using test::MicroRun;
-using test::TempDir;
 
 __extension__ using int128 = __int128;
 
@@ -31,7 +30,6 @@ int64_t run_ps(MicrobenchKind kind, uint64_t bytes, const std::string& algorithm
                const std::string& kinds, const std::string& sizes, const std::string& bandwidths,
                const std::string& latencies, uint32_t ranks, uint32_t dims,
                const std::string& optimization = "localBWAware") {
-  TempDir dir;
   MicroRun run;
   run.kind = kind;
   run.bytes = bytes;
@@ -40,7 +38,7 @@ int64_t run_ps(MicrobenchKind kind, uint64_t bytes, const std::string& algorithm
   run.system = test::system_json(algorithm, dims, /*splits=*/1, /*active=*/1, /*endpoint_delay=*/0,
                                  /*local_mem_bw=*/1e18, optimization);
   run.network = test::network_yaml(kinds, sizes, bandwidths, latencies);
-  auto result = test::run_micro(run, dir);
+  auto result = test::run_micro(run);
   EXPECT_TRUE(result) << result.error().message();
   if (!result) return -1;
   // Symmetric collectives end together; rooted ones (broadcast, reduce, ...) end with their last

@@ -7,30 +7,20 @@
 namespace orrery::sim {
 namespace {
 
-using test::TempDir;
-
 class Executor : public ::testing::Test {
  protected:
   // Runs `ranks` (one node list per rank) on a Ring of that many ranks, 50 GB/s, 500 ns.
   Expected<RunResult> go(const std::vector<std::vector<ChakraProtoMsg::Node>>& ranks,
                          const std::string& system = test::system_json("ring", 1),
                          const std::string& network = "") {
-    test::write_text(dir_.file("sys.json"), system);
-    test::write_text(dir_.file("net.yml"),
-                     network.empty()
+    test::RunInputs inputs;
+    inputs.traces = test::traces_of(ranks);
+    inputs.system = system;
+    inputs.network = network.empty()
                          ? test::network_yaml("Ring", std::to_string(ranks.size()), "50", "500")
-                         : network);
-    std::filesystem::create_directories(dir_.file("w"));
-    for (size_t rank = 0; rank < ranks.size(); ++rank) {
-      test::write_trace(dir_.file("w/w." + std::to_string(rank) + ".et"), ranks[rank]);
-    }
-    RunConfig config;
-    config.workload = dir_.file("w/w");
-    config.system = dir_.file("sys.json");
-    config.network = dir_.file("net.yml");
-    return run_simulation(config, [](const std::string&) {});
+                         : network;
+    return test::simulate(inputs);
   }
-  TempDir dir_;
 };
 
 ChakraProtoMsg::Node compute(uint64_t id, uint64_t micros, bool cpu,
@@ -155,12 +145,11 @@ TEST_F(Executor, involved_dim_keeps_a_collective_to_the_dimensions_it_names) {
   auto two_d = go(ranks, test::system_json("ring", 2),
                   test::network_yaml("Ring, Ring", "4, 2", "50, 50", "500, 500"));
   ASSERT_TRUE(two_d) << two_d.error().message();
-  TempDir other;
   test::MicroRun run;
   run.ranks = 4;
   run.system = test::system_json("ring", 1);
   run.network = test::network_yaml("Ring", "4", "50", "500");
-  auto one_d = test::run_micro(run, other);
+  auto one_d = test::run_micro(run);
   ASSERT_TRUE(one_d) << one_d.error().message();
   // The chunk minimum differs (8 ranks in the network): 1 MiB / 4 chunks is far above both.
   EXPECT_EQ(two_d->rank_results[0].finish, one_d->rank_results[0].finish);
@@ -193,43 +182,37 @@ TEST_F(Executor, lifo_lets_a_later_collective_overtake_waiting_chunks_and_fifo_d
 }
 
 TEST_F(Executor, direct_with_a_window_is_slower_than_full_direct_and_the_full_window_is_direct) {
-  TempDir a;
-  TempDir b;
-  TempDir c;
   test::MicroRun run;
   run.network = test::network_yaml("FullyConnected", "8", "50", "500");
   run.system = test::system_json("direct", 1);
-  auto direct = test::run_micro(run, a);
+  auto direct = test::run_micro(run);
   run.system = test::system_json("direct7", 1);
-  auto direct7 = test::run_micro(run, b);
+  auto direct7 = test::run_micro(run);
   run.system = test::system_json("direct2", 1);
-  auto direct2 = test::run_micro(run, c);
+  auto direct2 = test::run_micro(run);
   ASSERT_TRUE(direct && direct7 && direct2);
   EXPECT_EQ(direct->end, direct7->end);
   EXPECT_GT(direct2->end, direct->end);
 }
 
 TEST_F(Executor, one_ring_on_one_dimension_is_the_ring) {
-  TempDir a;
-  TempDir b;
   test::MicroRun run;
   run.network = test::network_yaml("Ring", "8", "50", "500");
   run.system = test::system_json("ring", 1);
-  auto ring = test::run_micro(run, a);
+  auto ring = test::run_micro(run);
   run.system = test::system_json("oneRing", 1);
-  auto one_ring = test::run_micro(run, b);
+  auto one_ring = test::run_micro(run);
   ASSERT_TRUE(ring && one_ring);
   EXPECT_EQ(ring->end, one_ring->end);
 }
 
 TEST_F(Executor, double_binary_tree_all_reduce_completes_on_every_rank) {
-  TempDir a;
   test::MicroRun run;
   run.network = test::network_yaml("FullyConnected", "8", "50", "500");
   run.system =
       "{\"preferred-dataset-splits\": 4, \"local-mem-bw\": 1600, \"all-reduce-implementation\": "
       "[\"doubleBinaryTree\"]}";
-  auto tree = test::run_micro(run, a);
+  auto tree = test::run_micro(run);
   ASSERT_TRUE(tree) << tree.error().message();
   for (const auto& rank : tree->rank_results) EXPECT_TRUE(rank.finished);
   // Each chunk climbs and descends a tree of depth 3 (8 members): at least 6 message times.

@@ -9,7 +9,6 @@ namespace orrery::sim {
 namespace {
 
 using gen::MicrobenchKind;
-using test::TempDir;
 
 __extension__ using int128 = __int128;
 
@@ -36,7 +35,6 @@ std::string in_switch_system(int splits, int endpoint_delay,
 int64_t run_ps(MicrobenchKind kind, uint64_t bytes, const std::string& system,
                const std::string& network, uint32_t ranks,
                const std::string& backend = "analytical") {
-  TempDir dir;
   test::MicroRun run;
   run.kind = kind;
   run.bytes = bytes;
@@ -45,7 +43,7 @@ int64_t run_ps(MicrobenchKind kind, uint64_t bytes, const std::string& system,
   run.rounding = net::TimeRounding::kExact;
   run.system = system;
   run.network = network;
-  auto result = test::run_micro(run, dir);
+  auto result = test::run_micro(run);
   EXPECT_TRUE(result) << result.error().message();
   if (!result) return -1;
   for (const auto& rank : result->rank_results) EXPECT_EQ(rank.finish, result->end) << rank.rank;
@@ -108,11 +106,10 @@ TEST(InSwitch, in_a_hierarchy_only_the_switch_dimension_reduces_in_the_network) 
 }
 
 TEST(InSwitch, a_dimension_without_a_switch_is_refused) {
-  TempDir dir;
   test::MicroRun run;
   run.system = in_switch_system(1, 0);
   run.network = test::network_yaml("Ring", "8", "50", "500");
-  auto result = test::run_micro(run, dir);
+  auto result = test::run_micro(run);
   ASSERT_FALSE(result);
   EXPECT_NE(result.error().message().find("key 'all-reduce-implementation': dimension 0 is a Ring; "
                                           "inSwitch needs a Switch dimension"),

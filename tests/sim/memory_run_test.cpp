@@ -14,7 +14,6 @@ namespace orrery::sim {
 namespace {
 
 using ChakraProtoMsg::Node;
-using test::TempDir;
 
 constexpr int64_t kAccess = 21471;  // A
 constexpr uint64_t kMiB = 1 << 20;
@@ -25,25 +24,14 @@ class MemoryRun : public ::testing::Test {
   Expected<RunResult> go(const std::vector<std::vector<Node>>& ranks,
                          const std::string& remote_memory = "", uint64_t capacity = 0,
                          const std::string& system_extra = "") {
-    test::write_text(dir_.file("sys.json"),
-                     test::system_json("ring", 1, 4, 1, 10, 1600, "localBWAware", system_extra));
-    test::write_text(dir_.file("net.yml"),
-                     test::network_yaml("Ring", std::to_string(ranks.size()), "50", "500"));
-    std::filesystem::create_directories(dir_.file("w"));
-    for (size_t rank = 0; rank < ranks.size(); ++rank) {
-      test::write_trace(dir_.file("w/w." + std::to_string(rank) + ".et"), ranks[rank]);
-    }
-    RunConfig config;
-    config.workload = dir_.file("w/w");
-    config.system = dir_.file("sys.json");
-    config.network = dir_.file("net.yml");
-    if (!remote_memory.empty()) {
-      test::write_text(dir_.file("mem.json"), remote_memory);
-      config.remote_memory = dir_.file("mem.json");
-    }
-    config.memory_capacity = capacity;
+    test::RunInputs inputs;
+    inputs.traces = test::traces_of(ranks);
+    inputs.system = test::system_json("ring", 1, 4, 1, 10, 1600, "localBWAware", system_extra);
+    inputs.network = test::network_yaml("Ring", std::to_string(ranks.size()), "50", "500");
+    inputs.remote_memory = remote_memory;
+    inputs.settings.memory_capacity = capacity;
     warnings_.clear();
-    return run_simulation(config, [this](const std::string& line) { warnings_.push_back(line); });
+    return test::simulate(inputs, &warnings_);
   }
 
   std::vector<std::string> warnings_about(const std::string& text) const {
@@ -54,7 +42,6 @@ class MemoryRun : public ::testing::Test {
     return out;
   }
 
-  TempDir dir_;
   std::vector<std::string> warnings_;
 };
 
@@ -228,7 +215,7 @@ TEST_F(MemoryRun, a_malformed_tensor_list_only_stops_a_run_that_checks_a_capacit
       << fmt::format("{}", fmt::join(warnings_, "\n"));
   auto checked = go({{odd}, {odd}}, "", 80ull << 30);
   ASSERT_FALSE(checked);
-  EXPECT_NE(checked.error().message().find("w.0.et: node 1: 'outputs' has 1 strings"),
+  EXPECT_NE(checked.error().message().find("w rank 0: node 1: 'outputs' has 1 strings"),
             std::string::npos)
       << checked.error().message();
 }
@@ -261,26 +248,21 @@ TEST_F(MemoryRun, the_capacity_warning_names_the_ranks_over_it_and_counts_the_re
 
 // ---- the symbolic tensor graph example ----
 
-Expected<RunResult> run_stg(const TempDir& dir, uint64_t capacity,
-                            std::vector<std::string>& warnings) {
-  test::write_text(dir.file("sys.json"),
-                   test::system_json("ring", 2, 4, 1, 10, 1600, "localBWAware",
-                                     ", \"roofline-enabled\": 1, \"peak-perf\": 900"));
-  test::write_text(dir.file("net.yml"),
-                   test::network_yaml("Ring, Switch", "4, 2", "200, 50", "500, 1000"));
-  RunConfig config;
-  config.workload = test::test_data("symbolic_tensor_graph/dp2tp2pp2/workload");
-  config.system = dir.file("sys.json");
-  config.network = dir.file("net.yml");
-  config.comm_groups = test::test_data("symbolic_tensor_graph/dp2tp2pp2/workload.json");
-  config.memory_capacity = capacity;
-  return run_simulation(config, [&](const std::string& line) { warnings.push_back(line); });
+Expected<RunResult> run_stg(uint64_t capacity, std::vector<std::string>& warnings) {
+  test::RunInputs inputs;
+  inputs.traces = test::load_traces(test::test_data("symbolic_tensor_graph/dp2tp2pp2/workload"));
+  inputs.system = test::system_json("ring", 2, 4, 1, 10, 1600, "localBWAware",
+                                    ", \"roofline-enabled\": 1, \"peak-perf\": 900");
+  inputs.network = test::network_yaml("Ring, Switch", "4, 2", "200, 50", "500, 1000");
+  inputs.comm_groups =
+      test::read_text(test::test_data("symbolic_tensor_graph/dp2tp2pp2/workload.json"));
+  inputs.settings.memory_capacity = capacity;
+  return test::simulate(inputs, &warnings);
 }
 
 TEST(MemoryRunStg, the_llama_example_has_a_plausible_peak_equal_across_symmetric_ranks) {
-  TempDir dir;
   std::vector<std::string> warnings;
-  auto result = run_stg(dir, 0, warnings);
+  auto result = run_stg(0, warnings);
   ASSERT_TRUE(result) << result.error().message();
   ASSERT_EQ(result->peak_memory.size(), 8u);
   // Rank 0 names 114 tensors of 15,073,280 bytes in all, 6,815,744 of them read but never written
@@ -302,10 +284,10 @@ TEST(MemoryRunStg, the_llama_example_has_a_plausible_peak_equal_across_symmetric
 
   // 80 GiB is plenty; 1 MiB is not, for any rank.
   warnings.clear();
-  ASSERT_TRUE(run_stg(dir, 80ull << 30, warnings));
+  ASSERT_TRUE(run_stg(80ull << 30, warnings));
   for (const std::string& line : warnings) EXPECT_EQ(line.find("capacity"), std::string::npos);
   warnings.clear();
-  ASSERT_TRUE(run_stg(dir, kMiB, warnings));
+  ASSERT_TRUE(run_stg(kMiB, warnings));
   const auto over = std::count_if(warnings.begin(), warnings.end(), [](const std::string& line) {
     return line.find("exceeds the capacity of 1.00 MiB") != std::string::npos;
   });

@@ -7,20 +7,20 @@
 namespace orrery::sim {
 namespace {
 
-using test::TempDir;
-
 std::string data(const std::string& relative) { return test::test_data(relative); }
 
+// The traces at `workload` (under tests/data) with a system and a network given as text, and the
+// communicator-group file at `groups` (under tests/data) when not empty.
 Expected<RunResult> run(const std::string& workload, const std::string& system,
                         const std::string& network, const std::string& groups = "",
                         const std::string& backend = "analytical") {
-  RunConfig config;
-  config.workload = workload;
-  config.system = system;
-  config.network = network;
-  config.comm_groups = groups;
-  config.backend = backend;
-  return run_simulation(config, [](const std::string&) {});
+  test::RunInputs inputs;
+  inputs.traces = test::load_traces(workload);
+  inputs.system = system;
+  inputs.network = network;
+  if (!groups.empty()) inputs.comm_groups = test::read_text(groups);
+  inputs.settings.backend = backend;
+  return test::simulate(inputs);
 }
 
 std::string roofline_system(uint32_t dims) {
@@ -29,12 +29,10 @@ std::string roofline_system(uint32_t dims) {
 }
 
 TEST(RealTraces, stg_llama_dp2_tp2_pp2_runs_with_its_groups_and_the_roofline) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), roofline_system(2));
-  test::write_text(dir.file("net.yml"),
-                   test::network_yaml("Ring, Switch", "4, 2", "200, 50", "500, 1000"));
-  auto result = run(data("symbolic_tensor_graph/dp2tp2pp2/workload"), dir.file("sys.json"),
-                    dir.file("net.yml"), data("symbolic_tensor_graph/dp2tp2pp2/workload.json"));
+  const std::string sys(roofline_system(2));
+  const std::string net(test::network_yaml("Ring, Switch", "4, 2", "200, 50", "500, 1000"));
+  auto result = run(data("symbolic_tensor_graph/dp2tp2pp2/workload"), sys, net,
+                    data("symbolic_tensor_graph/dp2tp2pp2/workload.json"));
   ASSERT_TRUE(result) << result.error().message();
   ASSERT_EQ(result->rank_results.size(), 8u);
   for (const auto& rank : result->rank_results) {
@@ -56,11 +54,10 @@ TEST(RealTraces, stg_llama_dp2_tp2_pp2_runs_with_its_groups_and_the_roofline) {
 }
 
 TEST(RealTraces, stg_gpt_fsdp4_runs_all_gathers_and_reduce_scatters) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), roofline_system(1));
-  test::write_text(dir.file("net.yml"), test::network_yaml("Ring", "4", "50", "500"));
-  auto result = run(data("symbolic_tensor_graph/fsdp4/workload"), dir.file("sys.json"),
-                    dir.file("net.yml"), data("symbolic_tensor_graph/fsdp4/workload.json"));
+  const std::string sys(roofline_system(1));
+  const std::string net(test::network_yaml("Ring", "4", "50", "500"));
+  auto result = run(data("symbolic_tensor_graph/fsdp4/workload"), sys, net,
+                    data("symbolic_tensor_graph/fsdp4/workload.json"));
   ASSERT_TRUE(result) << result.error().message();
   std::map<std::string, int> types;
   for (const auto& record : result->collectives)
@@ -75,20 +72,18 @@ TEST(RealTraces, the_custom_ring_graphs_run_as_a_workload_of_sends_and_receives)
   // completes when its message arrives, so 14 neighbour transfers of 128 KiB (2,941 ns each) and
   // 7 compute nodes of 7 us give the same 90,174 ns.
   auto result = run(data("astra-sim/custom_ring_allreduce/custom_allreduce"),
-                    data("astra-sim/configs/Ring_4chunks.json"), data("network/Ring_8npus.yml"), "",
-                    "congestion-aware");
+                    test::read_text(data("astra-sim/configs/Ring_4chunks.json")),
+                    test::read_text(data("network/Ring_8npus.yml")), "", "congestion-aware");
   ASSERT_TRUE(result) << result.error().message();
   EXPECT_EQ(test::common_finish_ns(*result), 90174);
   EXPECT_EQ(result->rank_results[0].sends, 14u);
 }
 
 TEST(RealTraces, text_converter_traces_run_with_replayed_compute) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), test::system_json("ring", 1));
-  test::write_text(dir.file("net.yml"), test::network_yaml("Ring", "4", "50", "500"));
+  const std::string sys(test::system_json("ring", 1));
+  const std::string net(test::network_yaml("Ring", "4", "50", "500"));
   for (const char* name : {"Resnet50_DataParallel", "MLP_ModelParallel", "microAllReduce"}) {
-    auto result = run(data(std::string("astra-sim/text_converter/") + name), dir.file("sys.json"),
-                      dir.file("net.yml"));
+    auto result = run(data(std::string("astra-sim/text_converter/") + name), sys, net);
     ASSERT_TRUE(result) << name << ": " << result.error().message();
     for (const auto& rank : result->rank_results) {
       EXPECT_TRUE(rank.finished) << name;
@@ -96,28 +91,25 @@ TEST(RealTraces, text_converter_traces_run_with_replayed_compute) {
     }
   }
   // microAllReduce is one 1 MB all-reduce: 4 chunks x (10 + 6 x 1,730 + 3 x 120) ns.
-  auto micro = run(data("astra-sim/text_converter/microAllReduce"), dir.file("sys.json"),
-                   dir.file("net.yml"));
+  auto micro = run(data("astra-sim/text_converter/microAllReduce"), sys, net);
   ASSERT_TRUE(micro);
   EXPECT_EQ(test::common_finish_ns(*micro), 43000);
 }
 
 TEST(RealTraces, the_feeder_trace_runs_in_lenient_mode_and_is_refused_in_strict_mode) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), test::system_json("ring", 1));
-  test::write_text(dir.file("net.yml"), test::network_yaml("Ring", "2", "50", "500"));
+  const std::string sys(test::system_json("ring", 1));
+  const std::string net(test::network_yaml("Ring", "2", "50", "500"));
   // A two-rank data-parallel job: the recorded rank twice.
-  std::filesystem::create_directories(dir.file("feeder"));
-  for (int rank = 0; rank < 2; ++rank) {
-    std::filesystem::copy_file(test::feeder_trace(),
-                               dir.file("feeder/f." + std::to_string(rank) + ".et.gz"));
-  }
+  Expected<chakra::TraceGraph> feeder = chakra::load_trace(test::feeder_trace());
+  ASSERT_TRUE(feeder) << feeder.error().message();
+  std::vector<chakra::TraceGraph> graphs;
+  graphs.push_back(std::move(*feeder));
+  test::RunInputs inputs;
+  inputs.traces = chakra::TraceSet::from_graphs("feeder", std::move(graphs), {0, 0});
+  inputs.system = sys;
+  inputs.network = net;
   std::vector<std::string> warnings;
-  RunConfig config;
-  config.workload = dir.file("feeder/f");
-  config.system = dir.file("sys.json");
-  config.network = dir.file("net.yml");
-  auto result = run_simulation(config, [&](const std::string& text) { warnings.push_back(text); });
+  auto result = test::simulate(inputs, &warnings);
   ASSERT_TRUE(result) << result.error().message();
   ASSERT_FALSE(warnings.empty());
   EXPECT_NE(warnings.front().find("1,277 control dependencies on nodes not in the file"),
@@ -128,23 +120,19 @@ TEST(RealTraces, the_feeder_trace_runs_in_lenient_mode_and_is_refused_in_strict_
     EXPECT_GT(rank.gpu_compute, SimTime::zero());
     EXPECT_GT(rank.cpu_compute, SimTime::zero());
   }
-  config.mode = chakra::ValidationMode::kStrict;
-  auto strict = run_simulation(config, [](const std::string&) {});
+  inputs.settings.mode = chakra::ValidationMode::kStrict;
+  auto strict = test::simulate(inputs);
   ASSERT_FALSE(strict);
   EXPECT_NE(strict.error().message().find("cannot run in strict mode"), std::string::npos);
 }
 
 TEST(Determinism, two_runs_give_identical_results) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), roofline_system(2));
-  test::write_text(dir.file("net.yml"),
-                   test::network_yaml("Ring, Switch", "4, 2", "200, 50", "500, 1000"));
-  auto first = run(data("symbolic_tensor_graph/dp2tp2pp2/workload"), dir.file("sys.json"),
-                   dir.file("net.yml"), data("symbolic_tensor_graph/dp2tp2pp2/workload.json"),
-                   "congestion-aware");
-  auto second = run(data("symbolic_tensor_graph/dp2tp2pp2/workload"), dir.file("sys.json"),
-                    dir.file("net.yml"), data("symbolic_tensor_graph/dp2tp2pp2/workload.json"),
-                    "congestion-aware");
+  const std::string sys(roofline_system(2));
+  const std::string net(test::network_yaml("Ring, Switch", "4, 2", "200, 50", "500, 1000"));
+  auto first = run(data("symbolic_tensor_graph/dp2tp2pp2/workload"), sys, net,
+                   data("symbolic_tensor_graph/dp2tp2pp2/workload.json"), "congestion-aware");
+  auto second = run(data("symbolic_tensor_graph/dp2tp2pp2/workload"), sys, net,
+                    data("symbolic_tensor_graph/dp2tp2pp2/workload.json"), "congestion-aware");
   ASSERT_TRUE(first && second);
   ASSERT_EQ(first->rank_results.size(), second->rank_results.size());
   for (size_t rank = 0; rank < first->rank_results.size(); ++rank) {
@@ -161,15 +149,6 @@ TEST(Determinism, two_runs_give_identical_results) {
 
 // ---- runs that cannot finish ----
 
-std::string write_ranks(const TempDir& dir,
-                        const std::vector<std::vector<ChakraProtoMsg::Node>>& ranks) {
-  std::filesystem::create_directories(dir.file("w"));
-  for (size_t rank = 0; rank < ranks.size(); ++rank) {
-    test::write_trace(dir.file("w/w." + std::to_string(rank) + ".et"), ranks[rank]);
-  }
-  return dir.file("w/w");
-}
-
 ChakraProtoMsg::Node p2p(uint64_t id, bool send, int peer, int tag, int64_t bytes) {
   auto node =
       test::make_node(id, send ? ChakraProtoMsg::COMM_SEND_NODE : ChakraProtoMsg::COMM_RECV_NODE);
@@ -181,14 +160,16 @@ ChakraProtoMsg::Node p2p(uint64_t id, bool send, int peer, int tag, int64_t byte
 
 class StuckRuns : public ::testing::Test {
  protected:
-  void SetUp() override {
-    test::write_text(dir_.file("sys.json"), test::system_json("ring", 1));
-    test::write_text(dir_.file("net.yml"), test::network_yaml("Ring", "2", "50", "500"));
+  static test::RunInputs inputs(const std::vector<std::vector<ChakraProtoMsg::Node>>& ranks) {
+    test::RunInputs in;
+    in.traces = test::traces_of(ranks);
+    in.system = test::system_json("ring", 1);
+    in.network = test::network_yaml("Ring", "2", "50", "500");
+    return in;
   }
   Expected<RunResult> go(const std::vector<std::vector<ChakraProtoMsg::Node>>& ranks) {
-    return run(write_ranks(dir_, ranks), dir_.file("sys.json"), dir_.file("net.yml"));
+    return test::simulate(inputs(ranks));
   }
-  TempDir dir_;
 };
 
 TEST_F(StuckRuns, a_receive_without_a_send_names_the_rank_and_node) {
@@ -208,18 +189,16 @@ TEST_F(StuckRuns, a_receive_without_a_send_names_the_rank_and_node) {
 TEST_F(StuckRuns, the_time_named_is_the_last_event_with_or_without_progress_reports) {
   // Rank 1 computes 10 us and finishes; rank 0 waits forever. The last event is at 10 us, also
   // when the run advances in slices of simulated time for progress reports.
-  const std::string workload = write_ranks(dir_, {{p2p(5, false, 1, 7, 64)}, {test::comp_node(1)}});
-  RunConfig config;
-  config.workload = workload;
-  config.system = dir_.file("sys.json");
-  config.network = dir_.file("net.yml");
+  auto scenario = test::make_scenario(inputs({{p2p(5, false, 1, 7, 64)}, {test::comp_node(1)}}));
+  ASSERT_TRUE(scenario) << scenario.error().message();
   const std::string expected = "no event is left at 10000 ns";
-  auto plain = run_simulation(config, [](const std::string&) {});
+  auto plain = Simulation(*scenario).run();
   ASSERT_FALSE(plain);
   EXPECT_NE(plain.error().message().find(expected), std::string::npos) << plain.error().message();
   int reports = 0;
-  config.progress = [&](SimTime, uint32_t, uint32_t) { ++reports; };
-  auto sliced = run_simulation(config, [](const std::string&) {});
+  Simulation reported(*scenario);
+  reported.set_progress([&](SimTime, uint32_t, uint32_t) { ++reports; });
+  auto sliced = reported.run();
   ASSERT_FALSE(sliced);
   EXPECT_GT(reports, 0);
   EXPECT_EQ(sliced.error().message(), plain.error().message());
@@ -292,12 +271,9 @@ TEST_F(StuckRuns, an_unknown_group_names_the_pg_name) {
 // ---- inputs that should not start ----
 
 TEST(BadRunInputs, an_implementation_list_shorter_than_the_dimensions) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), test::system_json("ring", 1));
-  test::write_text(dir.file("net.yml"),
-                   test::network_yaml("Ring, Ring", "4, 2", "50, 50", "500, 500"));
-  auto result = run(data("astra-sim/microbenchmarks/all_reduce/8npus_1MB/all_reduce"),
-                    dir.file("sys.json"), dir.file("net.yml"));
+  const std::string sys(test::system_json("ring", 1));
+  const std::string net(test::network_yaml("Ring, Ring", "4, 2", "50, 50", "500, 500"));
+  auto result = run(data("astra-sim/microbenchmarks/all_reduce/8npus_1MB/all_reduce"), sys, net);
   ASSERT_FALSE(result);
   EXPECT_NE(result.error().message().find(
                 "key 'all-reduce-implementation' lists 1 implementation(s) but the network has 2 "
@@ -307,11 +283,9 @@ TEST(BadRunInputs, an_implementation_list_shorter_than_the_dimensions) {
 }
 
 TEST(BadRunInputs, a_missing_rank_file_is_named) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), test::system_json("ring", 1));
-  test::write_text(dir.file("net.yml"), test::network_yaml("Ring", "16", "50", "500"));
-  auto result = run(data("astra-sim/microbenchmarks/all_reduce/8npus_1MB/all_reduce"),
-                    dir.file("sys.json"), dir.file("net.yml"));
+  const std::string sys(test::system_json("ring", 1));
+  const std::string net(test::network_yaml("Ring", "16", "50", "500"));
+  auto result = run(data("astra-sim/microbenchmarks/all_reduce/8npus_1MB/all_reduce"), sys, net);
   ASSERT_FALSE(result);
   EXPECT_NE(result.error().message().find("has 16 ranks but the workload has 8 rank file(s)"),
             std::string::npos)
@@ -320,15 +294,12 @@ TEST(BadRunInputs, a_missing_rank_file_is_named) {
 }
 
 TEST(BadRunInputs, an_unknown_algorithm_names_file_line_and_key) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), test::system_json("spiral", 1));
-  test::write_text(dir.file("net.yml"), test::network_yaml("Ring", "8", "50", "500"));
-  auto result = run(data("astra-sim/microbenchmarks/all_reduce/8npus_1MB/all_reduce"),
-                    dir.file("sys.json"), dir.file("net.yml"));
+  const std::string sys(test::system_json("spiral", 1));
+  const std::string net(test::network_yaml("Ring", "8", "50", "500"));
+  auto result = run(data("astra-sim/microbenchmarks/all_reduce/8npus_1MB/all_reduce"), sys, net);
   ASSERT_FALSE(result);
-  EXPECT_NE(
-      result.error().message().find(dir.file("sys.json") + ":2: key 'all-reduce-implementation'"),
-      std::string::npos)
+  EXPECT_NE(result.error().message().find("sys.json:2: key 'all-reduce-implementation'"),
+            std::string::npos)
       << result.error().message();
   EXPECT_NE(result.error().message().find("spiral"), std::string::npos);
 }

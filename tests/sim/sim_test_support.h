@@ -1,22 +1,23 @@
-// tests/sim/sim_test_support.h: configuration files and microbenchmark traces written on the spot,
-// and a run of the whole simulator on them.
+// tests/sim/sim_test_support.h: scenarios built in memory (configuration texts, traces from node
+// lists or generators), and runs of the whole simulator on them. No file is written: the texts
+// are parsed as the files would be, under the names "sys.json", "net.yml", "groups.json" and
+// "mem.json" that messages then show.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "chakra/trace_builder.h"
 #include "gen/microbench.h"
+#include "sim/scenario.h"
 #include "sim/simulation.h"
 
 namespace orrery::test {
-
-inline void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-}
 
 // An ASTRA-sim system file with the calibration settings, one implementation name for every
 // dimension and collective.
@@ -43,7 +44,98 @@ inline std::string network_yaml(const std::string& kinds, const std::string& siz
                      kinds, sizes, bandwidths, latencies);
 }
 
-// Runs one microbenchmark collective and returns the run (asserting it succeeded).
+// A data file's text (a configuration under tests/data, say), failing the test when unreadable.
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in) << path << ": cannot read";
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// One trace per rank from node lists, named `name` (graphs "<name> rank <r>").
+inline std::shared_ptr<const chakra::TraceSet> traces_of(
+    const std::vector<std::vector<Node>>& ranks, const std::string& name = "w") {
+  std::vector<chakra::TraceGraph> graphs;
+  for (size_t rank = 0; rank < ranks.size(); ++rank) {
+    graphs.push_back(build_graph(ranks[rank]));
+    graphs.back().set_source(fmt::format("{} rank {}", name, rank));
+  }
+  return chakra::TraceSet::from_graphs(name, std::move(graphs));
+}
+
+// `ranks` ranks running one trace (as rank files that are byte-identical copies do).
+inline std::shared_ptr<const chakra::TraceSet> same_trace(const std::vector<Node>& nodes,
+                                                          uint32_t ranks,
+                                                          const std::string& name = "w") {
+  std::vector<chakra::TraceGraph> graphs;
+  graphs.push_back(build_graph(nodes));
+  graphs.back().set_source(name + " rank 0");
+  return chakra::TraceSet::from_graphs(name, std::move(graphs), std::vector<uint32_t>(ranks, 0));
+}
+
+// The trace set at `path` (a file or a prefix), failing the test when it does not load.
+inline std::shared_ptr<const chakra::TraceSet> load_traces(const std::string& path,
+                                                           chakra::TraceSetOptions options = {}) {
+  Expected<std::shared_ptr<const chakra::TraceSet>> traces = chakra::TraceSet::load(path, options);
+  EXPECT_TRUE(traces) << traces.error().message();
+  return traces ? *traces : nullptr;
+}
+
+// What a scenario is made of, as the files would say it.
+struct RunInputs {
+  std::shared_ptr<const chakra::TraceSet> traces;
+  std::string system;         // system JSON
+  std::string network;        // ASTRA-sim network YAML or a graph topology file
+  std::string comm_groups;    // communicator-group JSON ("" = none)
+  std::string remote_memory;  // remote memory JSON ("" = none)
+  sim::RunSettings settings;
+};
+
+inline Expected<sim::Scenario> make_scenario(const RunInputs& in) {
+  if (!in.traces) return Error::make(ErrorKind::kInvalidArgument, "no traces");
+  sim::Scenario::Inputs inputs;
+  inputs.traces = in.traces;
+  Expected<sys::SystemConfig> system = sys::parse_system_config("sys.json", in.system);
+  if (!system) return system.error();
+  inputs.system = std::make_shared<const sys::SystemConfig>(std::move(*system));
+  Expected<net::NetworkDescription> network = net::parse_network_yaml(in.network, "net.yml");
+  if (!network) return network.error();
+  const uint32_t ranks = network->logical.rank_count();
+  inputs.network = std::make_shared<const net::NetworkDescription>(std::move(*network));
+  inputs.network_name = "net.yml";
+  if (!in.comm_groups.empty()) {
+    auto groups = std::make_shared<chakra::CommGroups>(ranks);
+    if (Status status = chakra::parse_comm_group_text("groups.json", in.comm_groups, *groups);
+        !status) {
+      return status.error();
+    }
+    inputs.comm_groups = std::move(groups);
+  }
+  if (!in.remote_memory.empty()) {
+    Expected<memory::RemoteMemoryConfig> memory =
+        memory::parse_remote_memory_config("mem.json", in.remote_memory);
+    if (!memory) return memory.error();
+    inputs.memory = std::make_shared<const memory::RemoteMemoryConfig>(std::move(*memory));
+  }
+  inputs.settings = in.settings;
+  return sim::Scenario::create(std::move(inputs));
+}
+
+// Runs the scenario; its warnings and the run's go to `warnings` when given.
+inline Expected<sim::RunResult> simulate(const RunInputs& in,
+                                         std::vector<std::string>* warnings = nullptr) {
+  Expected<sim::Scenario> scenario = make_scenario(in);
+  if (!scenario) return scenario.error();
+  if (warnings != nullptr) {
+    warnings->insert(warnings->end(), scenario->warnings().begin(), scenario->warnings().end());
+  }
+  Expected<sim::RunResult> result = sim::simulate(*scenario);
+  if (result && warnings != nullptr) {
+    warnings->insert(warnings->end(), result->warnings.begin(), result->warnings.end());
+  }
+  return result;
+}
+
+// Runs one microbenchmark collective and returns the run.
 struct MicroRun {
   gen::MicrobenchKind kind = gen::MicrobenchKind::kAllReduce;
   uint64_t bytes = 1 << 20;
@@ -55,23 +147,21 @@ struct MicroRun {
   uint64_t compute_us = 0;
 };
 
-inline Expected<sim::RunResult> run_micro(const MicroRun& spec, const TempDir& dir) {
-  write_text(dir.file("sys.json"), spec.system);
-  write_text(dir.file("net.yml"), spec.network);
+inline Expected<sim::RunResult> run_micro(const MicroRun& spec) {
   gen::MicrobenchSpec micro;
   micro.kind = spec.kind;
   micro.bytes = spec.bytes;
   micro.ranks = spec.ranks;
   micro.compute_us = spec.compute_us;
-  auto written = gen::write_microbench(micro, dir.file("micro/w"));
-  if (!written) return written.error();
-  sim::RunConfig config;
-  config.workload = dir.file("micro/w");
-  config.system = dir.file("sys.json");
-  config.network = dir.file("net.yml");
-  config.backend = spec.backend;
-  config.rounding = spec.rounding;
-  return sim::run_simulation(config, [](const std::string&) {});
+  Expected<std::shared_ptr<const chakra::TraceSet>> traces = gen::build_microbench(micro);
+  if (!traces) return traces.error();
+  RunInputs inputs;
+  inputs.traces = *traces;
+  inputs.system = spec.system;
+  inputs.network = spec.network;
+  inputs.settings.backend = spec.backend;
+  inputs.settings.backend_options.rounding = spec.rounding;
+  return simulate(inputs);
 }
 
 // The finish time every rank agrees on, in ns (fails the test when ranks differ).

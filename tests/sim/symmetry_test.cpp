@@ -10,8 +10,6 @@
 namespace orrery::sim {
 namespace {
 
-using test::TempDir;
-
 struct Case {
   std::string network;
   std::string system;
@@ -101,20 +99,15 @@ Case random_case(std::mt19937_64& rng, bool congestion_aware = false) {
   return out;
 }
 
-Expected<RunResult> run_case(const Case& c, const TempDir& dir, bool fast_path) {
-  test::write_text(dir.file("sys.json"), c.system);
-  test::write_text(dir.file("net.yml"), c.network);
-  std::filesystem::create_directories(dir.file("w"));
-  for (uint32_t rank = 0; rank < c.ranks; ++rank)
-    test::write_trace(dir.file("w/w." + std::to_string(rank) + ".et"), c.trace);
-  RunConfig config;
-  config.workload = dir.file("w/w");
-  config.system = dir.file("sys.json");
-  config.network = dir.file("net.yml");
-  config.rounding = c.rounding;
-  config.backend = c.backend;
-  config.fast_path = fast_path;
-  return run_simulation(config, [](const std::string&) {});
+Expected<RunResult> run_case(const Case& c, bool fast_path) {
+  test::RunInputs inputs;
+  inputs.traces = test::same_trace(c.trace, c.ranks);
+  inputs.system = c.system;
+  inputs.network = c.network;
+  inputs.settings.backend_options.rounding = c.rounding;
+  inputs.settings.backend = c.backend;
+  inputs.settings.fast_path = fast_path;
+  return test::simulate(inputs);
 }
 
 void expect_fast_equals_full(bool congestion_aware, int trials) {
@@ -123,9 +116,8 @@ void expect_fast_equals_full(bool congestion_aware, int trials) {
   for (int trial = 0; trial < trials; ++trial) {
     const Case c = random_case(rng, congestion_aware);
     SCOPED_TRACE(fmt::format("trial {}\n{}", trial, c.description));
-    TempDir dir;
-    auto fast = run_case(c, dir, true);
-    auto full = run_case(c, dir, false);
+    auto fast = run_case(c, true);
+    auto full = run_case(c, false);
     ASSERT_TRUE(fast) << fast.error().message();
     ASSERT_TRUE(full) << full.error().message();
     ASSERT_TRUE(fast->symmetric) << fast->symmetry_note;
@@ -175,41 +167,35 @@ TEST(Symmetry, with_congestion_the_fast_path_equals_full_simulation_when_every_m
 }
 
 TEST(Symmetry, anything_that_breaks_symmetry_falls_back_and_says_why) {
-  TempDir dir;
   test::MicroRun run;
   run.system = test::system_json("ring", 1);
   run.network = test::network_yaml("Switch", "8", "50", "500");
   run.backend = "congestion-aware";
-  auto contention = test::run_micro(run, dir);
+  auto contention = test::run_micro(run);
   ASSERT_TRUE(contention);
   EXPECT_FALSE(contention->symmetric);
   EXPECT_EQ(contention->symmetry_note,
             "congestion-aware: the Switch of dimension 0 merges senders on its downlinks");
-  TempDir multi_hop;
   run.system = test::system_json("direct", 1);
   run.network = test::network_yaml("Ring", "8", "50", "500");
-  auto crossing = test::run_micro(run, multi_hop);
+  auto crossing = test::run_micro(run);
   ASSERT_TRUE(crossing);
   EXPECT_FALSE(crossing->symmetric);
   EXPECT_EQ(crossing->symmetry_note,
             "congestion-aware: direct in dimension 0 crosses links of other ranks");
 
   // One rank computes longer before the collective: a straggler.
-  TempDir other;
-  test::write_text(other.file("sys.json"), test::system_json("ring", 1));
-  test::write_text(other.file("net.yml"), test::network_yaml("Ring", "4", "50", "500"));
-  std::filesystem::create_directories(other.file("w"));
+  std::vector<std::vector<ChakraProtoMsg::Node>> ranks;
   for (int rank = 0; rank < 4; ++rank) {
     auto compute = test::make_node(1, ChakraProtoMsg::COMP_NODE);
     compute.set_duration_micros(rank == 2 ? 30 : 10);
-    test::write_trace(other.file("w/w." + std::to_string(rank) + ".et"),
-                      {compute, test::coll_node(2, ChakraProtoMsg::ALL_REDUCE, 1 << 20, {1})});
+    ranks.push_back({compute, test::coll_node(2, ChakraProtoMsg::ALL_REDUCE, 1 << 20, {1})});
   }
-  RunConfig config;
-  config.workload = other.file("w/w");
-  config.system = other.file("sys.json");
-  config.network = other.file("net.yml");
-  auto straggler = run_simulation(config, [](const std::string&) {});
+  test::RunInputs inputs;
+  inputs.traces = test::traces_of(ranks);
+  inputs.system = test::system_json("ring", 1);
+  inputs.network = test::network_yaml("Ring", "4", "50", "500");
+  auto straggler = test::simulate(inputs);
   ASSERT_TRUE(straggler) << straggler.error().message();
   EXPECT_FALSE(straggler->symmetric);
   EXPECT_EQ(straggler->symmetry_note, "rank 2 runs a different trace than rank 0");
@@ -217,23 +203,22 @@ TEST(Symmetry, anything_that_breaks_symmetry_falls_back_and_says_why) {
   for (const auto& rank : straggler->rank_results) EXPECT_GT(rank.finish, SimTime::from_us(30));
 }
 
-TEST(Symmetry, uniform_runs_every_rank_on_one_trace_file) {
-  TempDir dir;
-  test::write_text(dir.file("sys.json"), test::system_json("ring", 2));
-  test::write_text(dir.file("net.yml"),
-                   test::network_yaml("Ring, Switch", "16, 64", "200, 50", "500, 1000"));
-  std::filesystem::create_directories(dir.file("w"));
-  test::write_trace(dir.file("w/w.0.et"),
-                    {test::coll_node(1, ChakraProtoMsg::ALL_REDUCE, 64 << 20)});
-  RunConfig config;
-  config.workload = dir.file("w/w");
-  config.system = dir.file("sys.json");
-  config.network = dir.file("net.yml");
-  auto missing = run_simulation(config, [](const std::string&) {});
+TEST(Symmetry, uniform_runs_every_rank_on_one_trace) {
+  const std::vector<ChakraProtoMsg::Node> trace{
+      test::coll_node(1, ChakraProtoMsg::ALL_REDUCE, 64 << 20)};
+  test::RunInputs inputs;
+  inputs.traces = test::traces_of({trace});
+  inputs.system = test::system_json("ring", 2);
+  inputs.network = test::network_yaml("Ring, Switch", "16, 64", "200, 50", "500, 1000");
+  auto missing = test::simulate(inputs);
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.error().message().find("w.1.et is missing"), std::string::npos);
-  config.uniform = true;
-  auto result = run_simulation(config, [](const std::string&) {});
+  EXPECT_EQ(missing.error().message(),
+            "w: the network (net.yml) has 1024 ranks but the workload has 1 rank file(s); rank 1 "
+            "is missing");
+  std::vector<chakra::TraceGraph> graphs;
+  graphs.push_back(test::build_graph(trace));
+  inputs.traces = chakra::TraceSet::from_graphs("w", std::move(graphs), {}, /*uniform=*/true);
+  auto result = test::simulate(inputs);
   ASSERT_TRUE(result) << result.error().message();
   EXPECT_TRUE(result->symmetric);
   EXPECT_EQ(result->rank_results.size(), 1024u);

@@ -1,4 +1,4 @@
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,7 +12,7 @@
 
 #include "core/json_config.h"
 
-namespace orrery::workload {
+namespace orrery::chakra {
 
 namespace {
 
@@ -225,9 +225,12 @@ const CommGroup* CommGroups::find(const std::string& pg_name) const {
   return nullptr;
 }
 
-Status load_comm_group_file(const std::string& path, CommGroups& groups) {
-  Expected<JsonConfig> config = JsonConfig::load(path);
-  if (!config) return config.error();
+namespace {
+
+// The groups of a communicator-group document (a file's or a text's).
+Status add_comm_groups(const JsonConfig& file, CommGroups& groups) {
+  const JsonConfig* config = &file;
+  const std::string& path = file.path();
   const nlohmann::json& doc = config->doc();
   if (!doc.is_object()) {
     return Error::make(ErrorKind::kConfig,
@@ -264,6 +267,20 @@ Status load_comm_group_file(const std::string& path, CommGroups& groups) {
   }
   groups = std::move(staged);
   return Status::ok();
+}
+
+}  // namespace
+
+Status load_comm_group_file(const std::string& path, CommGroups& groups) {
+  Expected<JsonConfig> config = JsonConfig::load(path);
+  if (!config) return config.error();
+  return add_comm_groups(*config, groups);
+}
+
+Status parse_comm_group_text(const std::string& name, std::string text, CommGroups& groups) {
+  Expected<JsonConfig> config = JsonConfig::parse(name, std::move(text));
+  if (!config) return config.error();
+  return add_comm_groups(*config, groups);
 }
 
 Status add_groups_from_metadata(std::string_view inputs_values, const std::string& where,
@@ -305,4 +322,4 @@ Status add_groups_from_metadata(std::string_view inputs_values, const std::strin
   return Status::ok();
 }
 
-}  // namespace orrery::workload
+}  // namespace orrery::chakra

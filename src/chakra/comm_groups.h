@@ -1,4 +1,4 @@
-// workload/comm_groups.h: communicator groups, the sets of ranks a collective runs over.
+// chakra/comm_groups.h: communicator groups, the sets of ranks a collective runs over.
 //
 // Groups come from three places, all keyed by the `pg_name` a COMM_COLL node carries: the whole
 // job (pg_name "" or "0"), a communicator-group file (`{"1": [0, 1, 2, 3], "2": [4, 5]}`,
@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 
-namespace orrery::workload {
+namespace orrery::chakra {
 
 struct CommGroup {
   std::string name;             // the pg_name
@@ -47,6 +47,8 @@ class CommGroups {
 // object, a group id that is not a decimal number, a value that is not a list of non-negative
 // integers, a rank out of range, a duplicate. A file that fails adds no group at all.
 Status load_comm_group_file(const std::string& path, CommGroups& groups);
+// The same for a file's text; `name` stands for the file in messages.
+Status parse_comm_group_text(const std::string& name, std::string text, CommGroups& groups);
 
 // Parses the process groups a METADATA node carries in `inputs.values` (Python-style: single
 // quotes, True/False/None allowed) and adds them. `where` names the node for errors. Text that
@@ -55,4 +57,4 @@ Status load_comm_group_file(const std::string& path, CommGroups& groups);
 Status add_groups_from_metadata(std::string_view inputs_values, const std::string& where,
                                 CommGroups& groups);
 
-}  // namespace orrery::workload
+}  // namespace orrery::chakra

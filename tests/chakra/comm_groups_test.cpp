@@ -1,6 +1,6 @@
 // Communicator groups from ASTRA-sim's group files and from the process groups that PyTorch traces
 // record, in every form real files carry them; bad input names the file, line and group.
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -14,7 +14,7 @@
 
 #include "chakra/trace_builder.h"
 
-namespace orrery::workload {
+namespace orrery::chakra {
 namespace {
 
 using test::TempDir;
@@ -358,4 +358,4 @@ TEST(CommGroups, unreadable_process_group_text_is_an_error) {
 }
 
 }  // namespace
-}  // namespace orrery::workload
+}  // namespace orrery::chakra
