@@ -12,6 +12,7 @@ endfunction()
 # headers are included as "<name>/<file>.h" from src/.
 function(orrery_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  orrery_check_layer_deps(${name} ${ARG_DEPS})
   add_library(orrery_${name} STATIC ${ARG_SOURCES})
   target_include_directories(orrery_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(orrery_${name} PUBLIC ${ARG_DEPS})
