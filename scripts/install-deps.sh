@@ -15,7 +15,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libnlopt-dev libglpk-dev
-  python3 python3-dev pybind11-dev python3-numpy python3-pytest python3-matplotlib
+  python3 python3-dev pybind11-dev python3-numpy python3-pytest python3-matplotlib python3-pandas
   libtorch-dev python3-torch python3-sklearn
   libopenmpi-dev openmpi-bin
   libsqlite3-dev coinor-libcbc-dev libeigen3-dev

@@ -128,7 +128,7 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load(const std::string& targ
   });
   set->rank_graph_.resize(count);
   size_t distinct = 0;
-  for (const Loaded& rank : loaded) distinct += rank.entry ? 1 : 0;
+  for (const Loaded& rank : loaded) distinct += rank.entry ? size_t{1} : size_t{0};
   set->graphs_.reserve(distinct);
   for (uint32_t rank = 0; rank < count; ++rank) {
     if (loaded[rank].error) return *loaded[rank].error;
