@@ -115,6 +115,32 @@ TEST(LibraCli, problem_file_with_simulation_check_ranks_the_optimum_first) {
   EXPECT_LE(json["optimum"]["bandwidth_gbps"][2].get<double>(), 200 + 1e-6);  // B2 <= 200
 }
 
+TEST(LibraCli, the_check_runs_in_memory_and_its_inputs_written_on_request_run_the_same) {
+  const std::string in_memory = scratch("memory.json").string();
+  CommandResult plain =
+      run_orrery({"libra", example("tp_dp_3d.yml"), "--simulate", "-o", in_memory});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("inputs in"), std::string::npos) << plain.out;
+  const std::filesystem::path dir = scratch("kept");
+  std::filesystem::remove_all(dir);
+  const std::string with_files = scratch("files.json").string();
+  CommandResult kept =
+      run_orrery({"libra", example("tp_dp_3d.yml"), "--simulate", dir.string(), "-o", with_files});
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  const nlohmann::json a = nlohmann::json::parse(read_whole_file(in_memory));
+  const nlohmann::json b = nlohmann::json::parse(read_whole_file(with_files));
+  EXPECT_EQ(a["simulated"], b["simulated"]);
+  // The written inputs are what was simulated: orrery run on them gives the optimum's time.
+  const std::string run_json = scratch("run.json").string();
+  CommandResult run = run_orrery(
+      {"run", "-q", "-w", (dir / "libra").string(), "-s", (dir / "system.json").string(), "-n",
+       (dir / "optimum.yml").string(), "-g", (dir / "comm_groups.json").string(), "-o", run_json});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json simulated = nlohmann::json::parse(read_whole_file(run_json));
+  EXPECT_EQ(simulated["summary"]["simulated_ns"].get<int64_t>(),
+            static_cast<int64_t>(a["simulated"]["optimum"]["simulated_ns"].get<double>()));
+}
+
 TEST(LibraCli, bad_inputs_are_one_clear_message_and_exit_1) {
   SKIP_WITHOUT_SHARED_DATA();
   CommandResult bad_constraint = run_orrery({"libra", example("tp_dp_3d.yml"), "-c", "B7 <= 3"});
