@@ -375,6 +375,7 @@ std::span<const Attribute> TraceGraph::attributes(NodeIndex node) const {
 }
 
 const Attribute* TraceGraph::find_attribute(NodeIndex node, StringId key) const {
+  if (key == kNoString) return nullptr;
   for (const Attribute& attribute : attributes(node)) {
     if (attribute.name == key) return &attribute;
   }
@@ -384,6 +385,10 @@ const Attribute* TraceGraph::find_attribute(NodeIndex node, StringId key) const 
 const Attribute* TraceGraph::find_attribute(NodeIndex node, std::string_view name) const {
   const std::optional<StringId> key = strings_.find(name);
   return key ? find_attribute(node, *key) : nullptr;
+}
+
+AttributeKey TraceGraph::key(std::string_view name) const {
+  return AttributeKey{strings_.find(name).value_or(kNoString), name};
 }
 
 Error TraceGraph::attribute_error(NodeIndex node, const Attribute& attribute,
@@ -416,7 +421,12 @@ Expected<double> TraceGraph::as_double(NodeIndex node, const Attribute& attribut
 }
 
 Expected<std::optional<int64_t>> TraceGraph::get_int(NodeIndex node, std::string_view name) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_int(node, key(name));
+}
+
+Expected<std::optional<int64_t>> TraceGraph::get_int(NodeIndex node,
+                                                     const AttributeKey& key) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return std::optional<int64_t>();
   Expected<int64_t> value = as_int(node, *attribute);
   if (!value) return value.error();
@@ -425,27 +435,42 @@ Expected<std::optional<int64_t>> TraceGraph::get_int(NodeIndex node, std::string
 
 Expected<int64_t> TraceGraph::get_int_or(NodeIndex node, std::string_view name,
                                          int64_t fallback) const {
-  Expected<std::optional<int64_t>> value = get_int(node, name);
+  return get_int_or(node, key(name), fallback);
+}
+
+Expected<int64_t> TraceGraph::get_int_or(NodeIndex node, const AttributeKey& key,
+                                         int64_t fallback) const {
+  Expected<std::optional<int64_t>> value = get_int(node, key);
   if (!value) return value.error();
   return value->value_or(fallback);
 }
 
 Expected<std::optional<uint64_t>> TraceGraph::get_uint(NodeIndex node,
                                                        std::string_view name) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_uint(node, key(name));
+}
+
+Expected<std::optional<uint64_t>> TraceGraph::get_uint(NodeIndex node,
+                                                       const AttributeKey& key) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return std::optional<uint64_t>();
   if (is_unsigned_scalar(attribute->value_case)) return std::optional<uint64_t>(attribute->u);
   Expected<int64_t> value = as_int(node, *attribute);
   if (!value) return value.error();
   if (*value < 0) {
     return Error::make(ErrorKind::kTrace, "node {}: attribute '{}' is {}, expected a value >= 0",
-                       nodes_[node].id, name, *value);
+                       nodes_[node].id, key.name, *value);
   }
   return std::optional<uint64_t>(static_cast<uint64_t>(*value));
 }
 
 Expected<bool> TraceGraph::get_bool_or(NodeIndex node, std::string_view name, bool fallback) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_bool_or(node, key(name), fallback);
+}
+
+Expected<bool> TraceGraph::get_bool_or(NodeIndex node, const AttributeKey& key,
+                                       bool fallback) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return fallback;
   if (is_unsigned_scalar(attribute->value_case)) return attribute->u != 0;
   if (is_signed_scalar(attribute->value_case)) return attribute->i != 0;
@@ -463,7 +488,12 @@ Expected<std::optional<double>> TraceGraph::get_double(NodeIndex node,
 
 Expected<std::optional<std::string_view>> TraceGraph::get_string(NodeIndex node,
                                                                  std::string_view name) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_string(node, key(name));
+}
+
+Expected<std::optional<std::string_view>> TraceGraph::get_string(NodeIndex node,
+                                                                 const AttributeKey& key) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return std::optional<std::string_view>();
   if (attribute->value_case != AttributeProto::kStringVal &&
       attribute->value_case != AttributeProto::kBytesVal) {
@@ -474,7 +504,12 @@ Expected<std::optional<std::string_view>> TraceGraph::get_string(NodeIndex node,
 
 Expected<std::optional<std::vector<bool>>> TraceGraph::get_bool_list(NodeIndex node,
                                                                      std::string_view name) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_bool_list(node, key(name));
+}
+
+Expected<std::optional<std::vector<bool>>> TraceGraph::get_bool_list(
+    NodeIndex node, const AttributeKey& key) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return std::optional<std::vector<bool>>();
   if (!is_integer_list(attribute->value_case)) {
     return attribute_error(node, *attribute, "a bool_list");
@@ -505,7 +540,8 @@ Expected<std::optional<std::vector<std::string_view>>> TraceGraph::get_string_li
 
 bool TraceGraph::same_work(const TraceGraph& other) const {
   if (size() != other.size()) return false;
-  auto same_deps = [&](std::span<const uint64_t> mine, std::span<const uint64_t> theirs, NodeIndex node) {
+  auto same_deps = [&](std::span<const uint64_t> mine, std::span<const uint64_t> theirs,
+                       NodeIndex node) {
     if (mine.size() != theirs.size()) return false;
     for (size_t idx = 0; idx < mine.size(); ++idx) {
       // Compare positions: a parent outside the file, or the node itself, must be so in both.

@@ -56,6 +56,14 @@ struct Attribute {
   Attribute() : i(0) {}
 };
 
+// An attribute name resolved once for one graph (TraceGraph::key): lookups by key scan the node's
+// few attributes without hashing the name. `name` is kept for error messages and must outlive the
+// key (a string literal, typically).
+struct AttributeKey {
+  StringId id = kNoString;  // kNoString when no node of the graph has the attribute
+  std::string_view name;
+};
+
 // Where one list attribute's elements lie in their pool.
 struct ListRef {
   uint64_t first = 0;  // index of the first element
@@ -122,23 +130,33 @@ class TraceGraph {
   std::optional<StringId> attribute_key(std::string_view name) const { return strings_.find(name); }
   const Attribute* find_attribute(NodeIndex node, std::string_view name) const;
   const Attribute* find_attribute(NodeIndex node, StringId key) const;
+  // `name` resolved for this graph, for repeated lookups (the getters below take either).
+  AttributeKey key(std::string_view name) const;
 
   // The attribute as a signed integer: any integer member or bool. nullopt when absent; an Error
   // naming the node id and attribute when it holds a float, string or list, or does not fit.
   Expected<std::optional<int64_t>> get_int(NodeIndex node, std::string_view name) const;
+  Expected<std::optional<int64_t>> get_int(NodeIndex node, const AttributeKey& key) const;
   // As get_int, with `fallback` when absent.
   Expected<int64_t> get_int_or(NodeIndex node, std::string_view name, int64_t fallback) const;
+  Expected<int64_t> get_int_or(NodeIndex node, const AttributeKey& key, int64_t fallback) const;
   // The attribute as a non-negative integer (sizes, counts, ranks); negative values are an Error.
   Expected<std::optional<uint64_t>> get_uint(NodeIndex node, std::string_view name) const;
+  Expected<std::optional<uint64_t>> get_uint(NodeIndex node, const AttributeKey& key) const;
   // Any integer member read as a boolean (nonzero is true), `fallback` when absent.
   Expected<bool> get_bool_or(NodeIndex node, std::string_view name, bool fallback) const;
+  Expected<bool> get_bool_or(NodeIndex node, const AttributeKey& key, bool fallback) const;
   // double or float members, or any integer member converted.
   Expected<std::optional<double>> get_double(NodeIndex node, std::string_view name) const;
   // string or bytes members.
   Expected<std::optional<std::string_view>> get_string(NodeIndex node, std::string_view name) const;
+  Expected<std::optional<std::string_view>> get_string(NodeIndex node,
+                                                       const AttributeKey& key) const;
   // bool_list (or any integer list) as booleans.
   Expected<std::optional<std::vector<bool>>> get_bool_list(NodeIndex node,
                                                            std::string_view name) const;
+  Expected<std::optional<std::vector<bool>>> get_bool_list(NodeIndex node,
+                                                           const AttributeKey& key) const;
   // string_list or bytes_list.
   Expected<std::optional<std::vector<std::string_view>>> get_string_list(
       NodeIndex node, std::string_view name) const;
