@@ -22,11 +22,6 @@ uint64_t mix(uint64_t value) {
 
 }  // namespace
 
-size_t CollectiveEngine::MatchKeyHash::operator()(const MatchKey& key) const {
-  return static_cast<size_t>(mix((uint64_t{key.dst} << 32 | key.src) ^
-                                 mix(uint64_t{key.instance} << 32 | key.chunk) ^ key.phase));
-}
-
 size_t CollectiveEngine::SwitchKeyHash::operator()(const SwitchKey& key) const {
   return static_cast<size_t>(mix((uint64_t{key.instance} << 32 | key.chunk) ^
                                  mix(uint64_t{key.phase} << 32 | key.switch_node)));
@@ -566,14 +561,15 @@ void CollectiveEngine::post_receive(uint32_t stream_id, uint32_t from_index) {
 void CollectiveEngine::post_receive_from(uint32_t stream_id, Rank source) {
   const Stream& stream = streams_[stream_id];
   const MatchKey key{stream.rank, source, stream.instance, stream.run.chunk, stream.phase_index};
-  auto [entry, inserted] = matches_.try_emplace(key);
-  if (entry->second.arrived > 0) {
-    if (--entry->second.arrived == 0 && entry->second.posted == 0) matches_.erase(entry);
+  const uint32_t slot = matches_.find_or_insert(key);
+  MatchEntry& entry = matches_.entry(slot);
+  if (entry.arrived > 0) {
+    if (--entry.arrived == 0 && entry.posted == 0) matches_.erase(slot);
     (void)engine_.schedule_at(engine_.now(), id_, kReceived, stream_id);
     return;
   }
-  ++entry->second.posted;
-  entry->second.stream = stream_id;
+  ++entry.posted;
+  entry.stream = stream_id;
 }
 
 void CollectiveEngine::send_up(uint32_t stream_id, uint64_t up_bytes, uint64_t down_bytes) {
@@ -665,15 +661,16 @@ void CollectiveEngine::on_delivered(uint64_t token) {
     return;
   }
   const MatchKey key{message.dst, message.src, message.instance, message.chunk, message.phase};
-  auto [entry, inserted] = matches_.try_emplace(key);
-  if (entry->second.posted > 0) {
-    const uint32_t stream_id = entry->second.stream;
-    if (--entry->second.posted == 0 && entry->second.arrived == 0) matches_.erase(entry);
+  const uint32_t slot = matches_.find_or_insert(key);
+  MatchEntry& entry = matches_.entry(slot);
+  if (entry.posted > 0) {
+    const uint32_t stream_id = entry.stream;
+    if (--entry.posted == 0 && entry.arrived == 0) matches_.erase(slot);
     PhaseRun run = run_of(stream_id);
     phase_of(streams_[stream_id]).algorithm->on_receive(run);
     return;
   }
-  ++entry->second.arrived;
+  ++entry.arrived;
 }
 
 void CollectiveEngine::handle_event(const Event& event) {

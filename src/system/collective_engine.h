@@ -44,6 +44,7 @@
 #include "network/network_backend.h"
 #include "system/collective.h"
 #include "system/collective_algorithm.h"
+#include "system/match_table.h"
 #include "system/mirror_traffic.h"
 #include "system/peer_model.h"
 #include "system/system_config.h"
@@ -230,17 +231,6 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
     AlgorithmStream run;
   };
 
-  struct MatchKey {
-    Rank dst;
-    Rank src;
-    uint32_t instance;
-    uint32_t chunk;
-    uint32_t phase;
-    bool operator==(const MatchKey&) const = default;
-  };
-  struct MatchKeyHash {
-    size_t operator()(const MatchKey& key) const;
-  };
   // Messages of one in-network collective step gathering at one switch.
   struct SwitchKey {
     uint32_t instance;
@@ -254,12 +244,6 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   };
   // The source of a message sent down by a switch, in MatchKey.src.
   static constexpr Rank kFromSwitch = UINT32_MAX;
-
-  struct MatchEntry {
-    uint32_t arrived = 0;
-    uint32_t posted = 0;
-    uint32_t stream = 0;
-  };
 
   // Point-to-point messages match within a scope: the workload's, or one custom collective's.
   static constexpr uint32_t kWorkloadScope = UINT32_MAX;
@@ -402,7 +386,7 @@ class CollectiveEngine final : private EventHandler, private net::DeliveryListen
   uint32_t queues_per_rank_ = 0;
   std::vector<std::vector<uint32_t>> queues_;
   std::vector<uint32_t> running_;
-  std::unordered_map<MatchKey, MatchEntry, MatchKeyHash> matches_;
+  MatchTable matches_;
   std::unordered_map<SwitchKey, uint32_t, SwitchKeyHash> switch_arrivals_;
   std::unordered_map<P2pKey, P2pEntry, P2pKeyHash> p2p_;
   std::vector<Message> messages_;
