@@ -81,14 +81,15 @@ WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceG
       remote_memory_(options_.memory, static_cast<uint32_t>(graphs.size())) {
   id_ = engine_.register_handler(*this);
   ranks_.resize(graphs.size());
-  // Ranks that run the same graph share its dependency edges and resolved attribute names.
-  std::unordered_map<const TraceGraph*,
+  // Ranks whose graphs share their structure (the same graph, or graphs derived from one another:
+  // chakra/trace_set_loader.h) share dependency edges and resolved attribute names.
+  std::unordered_map<const void*,
                      std::pair<std::shared_ptr<const chakra::DependencyGraph>, const Keys*>>
       shared;
   for (Rank rank = 0; rank < graphs.size(); ++rank) {
     RankState& state = ranks_[rank];
     state.graph = graphs[rank];
-    auto [entry, inserted] = shared.try_emplace(state.graph);
+    auto [entry, inserted] = shared.try_emplace(state.graph->structure());
     if (inserted) {
       entry->second.first = std::make_shared<const chakra::DependencyGraph>(
           chakra::DependencyGraph::build(*state.graph, options_.dependencies));
