@@ -99,6 +99,14 @@ Expected<bool> TraceReader::next(ChakraProtoMsg::Node& node) {
   return true;
 }
 
+Expected<bool> TraceReader::next_record(std::string& bytes) {
+  Expected<bool> got = records_.next(buffer_);
+  if (!got) return got.error();
+  if (!*got) return false;
+  bytes.append(buffer_);
+  return true;
+}
+
 Expected<TraceGraph> load_trace(const std::string& path) {
   Expected<TraceReader> reader = TraceReader::open(path);
   if (!reader) return reader.error();

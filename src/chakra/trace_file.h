@@ -33,6 +33,9 @@ class TraceReader {
   Expected<bool> next(ChakraProtoMsg::Node& node);
   // Whether the node last returned carried fields this schema does not define.
   bool last_had_unknown_fields() const { return last_unknown_; }
+  // Reads the next record's bytes without decoding them (appended to `bytes`; false at the end
+  // of the file).
+  Expected<bool> next_record(std::string& bytes);
 
   const std::string& path() const { return records_.path(); }
   bool compressed() const { return records_.compressed(); }

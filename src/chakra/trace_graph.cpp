@@ -1,5 +1,8 @@
 #include "chakra/trace_graph.h"
 
+#include <cassert>
+#include <cstring>
+
 #include <algorithm>
 #include <limits>
 
@@ -178,26 +181,243 @@ size_t StringTable::memory_bytes() const {
 
 // ---- TraceGraph: building --------------------------------------------------------------------
 
-StringId TraceGraph::store_string(const std::string& text) { return strings_.intern(text); }
+StringId TraceGraph::store_string(const std::string& text) {
+  return tables().strings_.intern(text);
+}
+
+TraceGraph::Tables& TraceGraph::tables() {
+  // A graph being built owns its tables; one that shares them (a copy) takes its own first.
+  if (t_.use_count() > 1) t_ = std::make_shared<Tables>(*t_);
+  return *t_;
+}
+
+TraceGraph TraceGraph::derived_from(const TraceGraph& base) {
+  TraceGraph graph;
+  graph.t_ = base.t_;
+  graph.source_ = base.source_;
+  graph.metadata_ = base.metadata_;
+  return graph;
+}
+
+bool TraceGraph::patch_node(NodeIndex index, const ChakraProtoMsg::Node& node,
+                            bool unknown_fields) {
+  const Tables& t = *t_;
+  if (index >= size()) return false;
+  const NodeRecord& record = t.nodes_[index];
+  if (record.id != node.id() || record.type != static_cast<int32_t>(node.type()) ||
+      record.start_time_micros != node.start_time_micros() ||
+      record.duration_micros != node.duration_micros() || string(record.name) != node.name()) {
+    return false;
+  }
+  if (inputs_values(index) != node.inputs().values() ||
+      outputs_values(index) != node.outputs().values()) {
+    return false;
+  }
+  const auto same_ids = [](std::span<const uint64_t> mine, const auto& theirs) {
+    return mine.size() == static_cast<size_t>(theirs.size()) &&
+           std::equal(mine.begin(), mine.end(), theirs.begin());
+  };
+  if (!same_ids(data_deps(index), node.data_deps()) ||
+      !same_ids(ctrl_deps(index), node.ctrl_deps())) {
+    return false;
+  }
+  const bool marked =
+      std::binary_search(t.unknown_field_nodes_.begin(), t.unknown_field_nodes_.end(), index);
+  if (marked != unknown_fields) return false;
+  const std::span<const Attribute> base = {t.attrs_.data() + t.attr_offsets_[index],
+                                           t.attr_offsets_[index + 1] - t.attr_offsets_[index]};
+  if (base.size() != static_cast<size_t>(node.attr_size())) return false;
+  // Converted into scratch tables: names and list values are compared, scalar values kept.
+  Tables scratch;
+  std::vector<Attribute> values;
+  values.reserve(base.size());
+  bool differs = false;
+  for (size_t idx = 0; idx < base.size(); ++idx) {
+    const AttributeProto& proto = node.attr(static_cast<int>(idx));
+    const Attribute& mine = base[idx];
+    if (mine.value_case != proto.value_case() || string(mine.name) != proto.name()) return false;
+    Attribute value = convert(proto, scratch, [&scratch](const std::string& text) {
+      return scratch.strings_.intern(text);
+    });
+    value.name = mine.name;
+    const ValueCase kind = mine.value_case;
+    if (kind == AttributeProto::kStringVal || kind == AttributeProto::kBytesVal) {
+      const std::string_view text = scratch.strings_.view(value.str);
+      if (text == string(mine.str)) {
+        value.str = mine.str;
+      } else {
+        differs = true;
+        const std::optional<StringId> shared = t.strings_.find(text);
+        value.str = shared ? *shared
+                           : static_cast<StringId>(t.strings_.size()) + extra_strings_.intern(text);
+      }
+    } else if (kind == AttributeProto::VALUE_NOT_SET) {
+      value = mine;
+    } else if (kind == AttributeProto::kDoubleVal || kind == AttributeProto::kFloatVal ||
+               !(is_integer_list(kind) || kind == AttributeProto::kDoubleList ||
+                 kind == AttributeProto::kFloatList || kind == AttributeProto::kStringList ||
+                 kind == AttributeProto::kBytesList)) {
+      if (value.u != mine.u) differs = true;  // scalars compare by their bits
+    } else {
+      // Lists are shared: they must be equal.
+      const ListRef& left = t.lists_[mine.list];
+      const ListRef& right = scratch.lists_[value.list];
+      if (left.count != right.count) return false;
+      for (uint32_t item = 0; item < left.count; ++item) {
+        if (kind == AttributeProto::kDoubleList || kind == AttributeProto::kFloatList) {
+          if (std::memcmp(&t.double_pool_[left.first + item],
+                          &scratch.double_pool_[right.first + item], sizeof(double)) != 0) {
+            return false;
+          }
+        } else if (kind == AttributeProto::kStringList || kind == AttributeProto::kBytesList) {
+          if (string(t.string_pool_[left.first + item]) !=
+              scratch.strings_.view(scratch.string_pool_[right.first + item])) {
+            return false;
+          }
+        } else if (t.int_pool_[left.first + item] != scratch.int_pool_[right.first + item]) {
+          return false;
+        }
+      }
+      value = mine;
+    }
+    values.push_back(value);
+  }
+  if (!differs) return true;
+  assert(patches_.empty() || patches_.back().node < index);
+  if (patched_.empty()) patched_.assign((size() + 63) / 64, 0);
+  patched_[index / 64] |= uint64_t{1} << (index % 64);
+  patches_.push_back(
+      {index, static_cast<uint32_t>(patch_attrs_.size()), static_cast<uint32_t>(values.size())});
+  patch_attrs_.insert(patch_attrs_.end(), values.begin(), values.end());
+  return true;
+}
 
 void TraceGraph::reserve_like_current(size_t nodes) {
-  const size_t have = std::max<size_t>(nodes_.size(), 1);
+  Tables& t = tables();
+  const size_t have = std::max<size_t>(t.nodes_.size(), 1);
   auto scaled = [&](size_t used) { return used + (used * nodes) / have + 16; };
-  nodes_.reserve(nodes_.size() + nodes);
-  io_.reserve(scaled(io_.size()));
-  data_offsets_.reserve(data_offsets_.size() + nodes);
-  ctrl_offsets_.reserve(ctrl_offsets_.size() + nodes);
-  attr_offsets_.reserve(attr_offsets_.size() + nodes);
-  data_deps_.reserve(scaled(data_deps_.size()));
-  ctrl_deps_.reserve(scaled(ctrl_deps_.size()));
-  attrs_.reserve(scaled(attrs_.size()));
-  int_pool_.reserve(scaled(int_pool_.size()));
-  double_pool_.reserve(scaled(double_pool_.size()));
-  string_pool_.reserve(scaled(string_pool_.size()));
-  lists_.reserve(scaled(lists_.size()));
+  t.nodes_.reserve(t.nodes_.size() + nodes);
+  t.io_.reserve(scaled(t.io_.size()));
+  t.data_offsets_.reserve(t.data_offsets_.size() + nodes);
+  t.ctrl_offsets_.reserve(t.ctrl_offsets_.size() + nodes);
+  t.attr_offsets_.reserve(t.attr_offsets_.size() + nodes);
+  t.data_deps_.reserve(scaled(t.data_deps_.size()));
+  t.ctrl_deps_.reserve(scaled(t.ctrl_deps_.size()));
+  t.attrs_.reserve(scaled(t.attrs_.size()));
+  t.int_pool_.reserve(scaled(t.int_pool_.size()));
+  t.double_pool_.reserve(scaled(t.double_pool_.size()));
+  t.string_pool_.reserve(scaled(t.string_pool_.size()));
+  t.lists_.reserve(scaled(t.lists_.size()));
+}
+
+template <typename Store>
+Attribute TraceGraph::convert(const AttributeProto& proto, Tables& t, Store&& store) {
+  Attribute attribute;
+  attribute.name = store(proto.name());
+  attribute.value_case = proto.value_case();
+  switch (proto.value_case()) {
+    case AttributeProto::kDoubleVal:
+      attribute.d = proto.double_val();
+      break;
+    case AttributeProto::kFloatVal:
+      attribute.d = static_cast<double>(proto.float_val());
+      break;
+    case AttributeProto::kInt32Val:
+      attribute.i = proto.int32_val();
+      break;
+    case AttributeProto::kInt64Val:
+      attribute.i = proto.int64_val();
+      break;
+    case AttributeProto::kUint32Val:
+      attribute.u = proto.uint32_val();
+      break;
+    case AttributeProto::kUint64Val:
+      attribute.u = proto.uint64_val();
+      break;
+    case AttributeProto::kSint32Val:
+      attribute.i = proto.sint32_val();
+      break;
+    case AttributeProto::kSint64Val:
+      attribute.i = proto.sint64_val();
+      break;
+    case AttributeProto::kFixed32Val:
+      attribute.u = proto.fixed32_val();
+      break;
+    case AttributeProto::kFixed64Val:
+      attribute.u = proto.fixed64_val();
+      break;
+    case AttributeProto::kSfixed32Val:
+      attribute.i = proto.sfixed32_val();
+      break;
+    case AttributeProto::kSfixed64Val:
+      attribute.i = proto.sfixed64_val();
+      break;
+    case AttributeProto::kBoolVal:
+      attribute.i = proto.bool_val() ? 1 : 0;
+      break;
+    case AttributeProto::kStringVal:
+      attribute.str = store(proto.string_val());
+      break;
+    case AttributeProto::kBytesVal:
+      attribute.str = store(proto.bytes_val());
+      break;
+    case AttributeProto::kDoubleList:
+      append_list(proto.double_list(), t.double_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kFloatList:
+      append_list(proto.float_list(), t.double_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kInt32List:
+      append_list(proto.int32_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kInt64List:
+      append_list(proto.int64_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kUint32List:
+      append_list(proto.uint32_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kUint64List:
+      append_list(proto.uint64_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kSint32List:
+      append_list(proto.sint32_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kSint64List:
+      append_list(proto.sint64_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kFixed32List:
+      append_list(proto.fixed32_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kFixed64List:
+      append_list(proto.fixed64_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kSfixed32List:
+      append_list(proto.sfixed32_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kSfixed64List:
+      append_list(proto.sfixed64_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kBoolList:
+      append_list(proto.bool_list(), t.int_pool_, t.lists_, attribute);
+      break;
+    case AttributeProto::kStringList:
+    case AttributeProto::kBytesList: {
+      const auto& values = proto.value_case() == AttributeProto::kStringList
+                               ? proto.string_list().values()
+                               : proto.bytes_list().values();
+      attribute.list = static_cast<uint32_t>(t.lists_.size());
+      t.lists_.push_back({t.string_pool_.size(), static_cast<uint32_t>(values.size())});
+      for (const std::string& value : values) t.string_pool_.push_back(store(value));
+      break;
+    }
+    case AttributeProto::VALUE_NOT_SET:
+      break;
+  }
+  return attribute;
 }
 
 void TraceGraph::add_node(const ChakraProtoMsg::Node& node) {
+  Tables& t = tables();
   NodeRecord record;
   record.id = node.id();
   record.start_time_micros = node.start_time_micros();
@@ -205,143 +425,42 @@ void TraceGraph::add_node(const ChakraProtoMsg::Node& node) {
   record.name = store_string(node.name());
   record.type = static_cast<int32_t>(node.type());
   if (!node.inputs().values().empty() || !node.outputs().values().empty()) {
-    record.io = static_cast<uint32_t>(io_.size());
-    io_.push_back(
+    record.io = static_cast<uint32_t>(t.io_.size());
+    t.io_.push_back(
         {node.inputs().values().empty() ? kNoString : store_string(node.inputs().values()),
          node.outputs().values().empty() ? kNoString : store_string(node.outputs().values())});
   }
-  nodes_.push_back(record);
+  t.nodes_.push_back(record);
 
-  data_deps_.insert(data_deps_.end(), node.data_deps().begin(), node.data_deps().end());
-  data_offsets_.push_back(static_cast<uint32_t>(data_deps_.size()));
-  ctrl_deps_.insert(ctrl_deps_.end(), node.ctrl_deps().begin(), node.ctrl_deps().end());
-  ctrl_offsets_.push_back(static_cast<uint32_t>(ctrl_deps_.size()));
+  t.data_deps_.insert(t.data_deps_.end(), node.data_deps().begin(), node.data_deps().end());
+  t.data_offsets_.push_back(static_cast<uint32_t>(t.data_deps_.size()));
+  t.ctrl_deps_.insert(t.ctrl_deps_.end(), node.ctrl_deps().begin(), node.ctrl_deps().end());
+  t.ctrl_offsets_.push_back(static_cast<uint32_t>(t.ctrl_deps_.size()));
 
-  for (const AttributeProto& proto : node.attr()) {
-    Attribute attribute;
-    attribute.name = store_string(proto.name());
-    attribute.value_case = proto.value_case();
-    switch (proto.value_case()) {
-      case AttributeProto::kDoubleVal:
-        attribute.d = proto.double_val();
-        break;
-      case AttributeProto::kFloatVal:
-        attribute.d = static_cast<double>(proto.float_val());
-        break;
-      case AttributeProto::kInt32Val:
-        attribute.i = proto.int32_val();
-        break;
-      case AttributeProto::kInt64Val:
-        attribute.i = proto.int64_val();
-        break;
-      case AttributeProto::kUint32Val:
-        attribute.u = proto.uint32_val();
-        break;
-      case AttributeProto::kUint64Val:
-        attribute.u = proto.uint64_val();
-        break;
-      case AttributeProto::kSint32Val:
-        attribute.i = proto.sint32_val();
-        break;
-      case AttributeProto::kSint64Val:
-        attribute.i = proto.sint64_val();
-        break;
-      case AttributeProto::kFixed32Val:
-        attribute.u = proto.fixed32_val();
-        break;
-      case AttributeProto::kFixed64Val:
-        attribute.u = proto.fixed64_val();
-        break;
-      case AttributeProto::kSfixed32Val:
-        attribute.i = proto.sfixed32_val();
-        break;
-      case AttributeProto::kSfixed64Val:
-        attribute.i = proto.sfixed64_val();
-        break;
-      case AttributeProto::kBoolVal:
-        attribute.i = proto.bool_val() ? 1 : 0;
-        break;
-      case AttributeProto::kStringVal:
-        attribute.str = store_string(proto.string_val());
-        break;
-      case AttributeProto::kBytesVal:
-        attribute.str = store_string(proto.bytes_val());
-        break;
-      case AttributeProto::kDoubleList:
-        append_list(proto.double_list(), double_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kFloatList:
-        append_list(proto.float_list(), double_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kInt32List:
-        append_list(proto.int32_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kInt64List:
-        append_list(proto.int64_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kUint32List:
-        append_list(proto.uint32_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kUint64List:
-        append_list(proto.uint64_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kSint32List:
-        append_list(proto.sint32_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kSint64List:
-        append_list(proto.sint64_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kFixed32List:
-        append_list(proto.fixed32_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kFixed64List:
-        append_list(proto.fixed64_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kSfixed32List:
-        append_list(proto.sfixed32_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kSfixed64List:
-        append_list(proto.sfixed64_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kBoolList:
-        append_list(proto.bool_list(), int_pool_, lists_, attribute);
-        break;
-      case AttributeProto::kStringList:
-      case AttributeProto::kBytesList: {
-        const auto& values = proto.value_case() == AttributeProto::kStringList
-                                 ? proto.string_list().values()
-                                 : proto.bytes_list().values();
-        attribute.list = static_cast<uint32_t>(lists_.size());
-        lists_.push_back({string_pool_.size(), static_cast<uint32_t>(values.size())});
-        for (const std::string& value : values) string_pool_.push_back(store_string(value));
-        break;
-      }
-      case AttributeProto::VALUE_NOT_SET:
-        break;
-    }
-    attrs_.push_back(attribute);
-  }
-  attr_offsets_.push_back(static_cast<uint32_t>(attrs_.size()));
+  const auto store = [this](const std::string& text) { return store_string(text); };
+  for (const AttributeProto& proto : node.attr()) t.attrs_.push_back(convert(proto, t, store));
+  t.attr_offsets_.push_back(static_cast<uint32_t>(t.attrs_.size()));
 }
 
 void TraceGraph::finish() {
-  ids_sorted_ = true;
-  for (size_t idx = 1; idx < nodes_.size(); ++idx) {
-    if (nodes_[idx].id <= nodes_[idx - 1].id) {
-      ids_sorted_ = false;
+  Tables& t = tables();
+  t.ids_sorted_ = true;
+  for (size_t idx = 1; idx < t.nodes_.size(); ++idx) {
+    if (t.nodes_[idx].id <= t.nodes_[idx - 1].id) {
+      t.ids_sorted_ = false;
       break;
     }
   }
-  id_index_.clear();
-  duplicate_ids_.clear();
-  if (ids_sorted_) return;
-  id_index_.reserve(nodes_.size());
-  for (NodeIndex idx = 0; idx < size(); ++idx) id_index_.emplace_back(nodes_[idx].id, idx);
-  std::sort(id_index_.begin(), id_index_.end());
-  for (size_t idx = 1; idx < id_index_.size(); ++idx) {
-    if (id_index_[idx].first == id_index_[idx - 1].first &&
-        (duplicate_ids_.empty() || duplicate_ids_.back() != id_index_[idx].first)) {
-      duplicate_ids_.push_back(id_index_[idx].first);
+  t.id_index_.clear();
+  t.duplicate_ids_.clear();
+  if (t.ids_sorted_) return;
+  t.id_index_.reserve(t.nodes_.size());
+  for (NodeIndex idx = 0; idx < size(); ++idx) t.id_index_.emplace_back(t.nodes_[idx].id, idx);
+  std::sort(t.id_index_.begin(), t.id_index_.end());
+  for (size_t idx = 1; idx < t.id_index_.size(); ++idx) {
+    if (t.id_index_[idx].first == t.id_index_[idx - 1].first &&
+        (t.duplicate_ids_.empty() || t.duplicate_ids_.back() != t.id_index_[idx].first)) {
+      t.duplicate_ids_.push_back(t.id_index_[idx].first);
     }
   }
 }
@@ -349,44 +468,54 @@ void TraceGraph::finish() {
 // ---- TraceGraph: queries ----------------------------------------------------------------------
 
 std::span<const uint64_t> TraceGraph::data_deps(NodeIndex node) const {
-  return {data_deps_.data() + data_offsets_[node], data_offsets_[node + 1] - data_offsets_[node]};
+  return {t_->data_deps_.data() + t_->data_offsets_[node],
+          t_->data_offsets_[node + 1] - t_->data_offsets_[node]};
 }
 
 std::span<const uint64_t> TraceGraph::ctrl_deps(NodeIndex node) const {
-  return {ctrl_deps_.data() + ctrl_offsets_[node], ctrl_offsets_[node + 1] - ctrl_offsets_[node]};
+  return {t_->ctrl_deps_.data() + t_->ctrl_offsets_[node],
+          t_->ctrl_offsets_[node + 1] - t_->ctrl_offsets_[node]};
 }
 
 std::string_view TraceGraph::inputs_values(NodeIndex node) const {
-  const uint32_t io = nodes_[node].io;
-  if (io == UINT32_MAX || io_[io].inputs_values == kNoString) return {};
-  return strings_.view(io_[io].inputs_values);
+  const uint32_t io = t_->nodes_[node].io;
+  if (io == UINT32_MAX || t_->io_[io].inputs_values == kNoString) return {};
+  return string(t_->io_[io].inputs_values);
 }
 
 std::string_view TraceGraph::outputs_values(NodeIndex node) const {
-  const uint32_t io = nodes_[node].io;
-  if (io == UINT32_MAX || io_[io].outputs_values == kNoString) return {};
-  return strings_.view(io_[io].outputs_values);
+  const uint32_t io = t_->nodes_[node].io;
+  if (io == UINT32_MAX || t_->io_[io].outputs_values == kNoString) return {};
+  return string(t_->io_[io].outputs_values);
 }
 
 std::optional<NodeIndex> TraceGraph::find(uint64_t id) const {
-  if (ids_sorted_) {
+  if (t_->ids_sorted_) {
     auto found =
-        std::lower_bound(nodes_.begin(), nodes_.end(), id,
+        std::lower_bound(t_->nodes_.begin(), t_->nodes_.end(), id,
                          [](const NodeRecord& record, uint64_t key) { return record.id < key; });
-    if (found == nodes_.end() || found->id != id) return std::nullopt;
-    return static_cast<NodeIndex>(found - nodes_.begin());
+    if (found == t_->nodes_.end() || found->id != id) return std::nullopt;
+    return static_cast<NodeIndex>(found - t_->nodes_.begin());
   }
-  auto found =
-      std::lower_bound(id_index_.begin(), id_index_.end(), std::make_pair(id, NodeIndex{0}));
-  if (found == id_index_.end() || found->first != id) return std::nullopt;
+  auto found = std::lower_bound(t_->id_index_.begin(), t_->id_index_.end(),
+                                std::make_pair(id, NodeIndex{0}));
+  if (found == t_->id_index_.end() || found->first != id) return std::nullopt;
   return found->second;
 }
 
 std::span<const Attribute> TraceGraph::attributes(NodeIndex node) const {
-  return {attrs_.data() + attr_offsets_[node], attr_offsets_[node + 1] - attr_offsets_[node]};
+  if (!patched_.empty() && ((patched_[node / 64] >> (node % 64)) & 1) != 0) {
+    const auto found =
+        std::lower_bound(patches_.begin(), patches_.end(), node,
+                         [](const Patch& patch, NodeIndex key) { return patch.node < key; });
+    return {patch_attrs_.data() + found->first, found->count};
+  }
+  return {t_->attrs_.data() + t_->attr_offsets_[node],
+          t_->attr_offsets_[node + 1] - t_->attr_offsets_[node]};
 }
 
 const Attribute* TraceGraph::find_attribute(NodeIndex node, StringId key) const {
+  if (key == kNoString) return nullptr;
   for (const Attribute& attribute : attributes(node)) {
     if (attribute.name == key) return &attribute;
   }
@@ -394,14 +523,18 @@ const Attribute* TraceGraph::find_attribute(NodeIndex node, StringId key) const 
 }
 
 const Attribute* TraceGraph::find_attribute(NodeIndex node, std::string_view name) const {
-  const std::optional<StringId> key = strings_.find(name);
+  const std::optional<StringId> key = t_->strings_.find(name);
   return key ? find_attribute(node, *key) : nullptr;
+}
+
+AttributeKey TraceGraph::key(std::string_view name) const {
+  return AttributeKey{t_->strings_.find(name).value_or(kNoString), name};
 }
 
 Error TraceGraph::attribute_error(NodeIndex node, const Attribute& attribute,
                                   std::string_view wanted) const {
   return Error::make(ErrorKind::kTrace, "node {}: attribute '{}' holds {}, expected {}",
-                     nodes_[node].id, strings_.view(attribute.name),
+                     t_->nodes_[node].id, string(attribute.name),
                      value_case_name(attribute.value_case), wanted);
 }
 
@@ -410,7 +543,7 @@ Expected<int64_t> TraceGraph::as_int(NodeIndex node, const Attribute& attribute)
   if (is_unsigned_scalar(attribute.value_case)) {
     if (attribute.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return Error::make(ErrorKind::kTrace, "node {}: attribute '{}' value {} is out of range",
-                         nodes_[node].id, strings_.view(attribute.name), attribute.u);
+                         t_->nodes_[node].id, string(attribute.name), attribute.u);
     }
     return static_cast<int64_t>(attribute.u);
   }
@@ -428,7 +561,12 @@ Expected<double> TraceGraph::as_double(NodeIndex node, const Attribute& attribut
 }
 
 Expected<std::optional<int64_t>> TraceGraph::get_int(NodeIndex node, std::string_view name) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_int(node, key(name));
+}
+
+Expected<std::optional<int64_t>> TraceGraph::get_int(NodeIndex node,
+                                                     const AttributeKey& key) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return std::optional<int64_t>();
   Expected<int64_t> value = as_int(node, *attribute);
   if (!value) return value.error();
@@ -437,27 +575,42 @@ Expected<std::optional<int64_t>> TraceGraph::get_int(NodeIndex node, std::string
 
 Expected<int64_t> TraceGraph::get_int_or(NodeIndex node, std::string_view name,
                                          int64_t fallback) const {
-  Expected<std::optional<int64_t>> value = get_int(node, name);
+  return get_int_or(node, key(name), fallback);
+}
+
+Expected<int64_t> TraceGraph::get_int_or(NodeIndex node, const AttributeKey& key,
+                                         int64_t fallback) const {
+  Expected<std::optional<int64_t>> value = get_int(node, key);
   if (!value) return value.error();
   return value->value_or(fallback);
 }
 
 Expected<std::optional<uint64_t>> TraceGraph::get_uint(NodeIndex node,
                                                        std::string_view name) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_uint(node, key(name));
+}
+
+Expected<std::optional<uint64_t>> TraceGraph::get_uint(NodeIndex node,
+                                                       const AttributeKey& key) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return std::optional<uint64_t>();
   if (is_unsigned_scalar(attribute->value_case)) return std::optional<uint64_t>(attribute->u);
   Expected<int64_t> value = as_int(node, *attribute);
   if (!value) return value.error();
   if (*value < 0) {
     return Error::make(ErrorKind::kTrace, "node {}: attribute '{}' is {}, expected a value >= 0",
-                       nodes_[node].id, name, *value);
+                       t_->nodes_[node].id, key.name, *value);
   }
   return std::optional<uint64_t>(static_cast<uint64_t>(*value));
 }
 
 Expected<bool> TraceGraph::get_bool_or(NodeIndex node, std::string_view name, bool fallback) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_bool_or(node, key(name), fallback);
+}
+
+Expected<bool> TraceGraph::get_bool_or(NodeIndex node, const AttributeKey& key,
+                                       bool fallback) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return fallback;
   if (is_unsigned_scalar(attribute->value_case)) return attribute->u != 0;
   if (is_signed_scalar(attribute->value_case)) return attribute->i != 0;
@@ -475,26 +628,36 @@ Expected<std::optional<double>> TraceGraph::get_double(NodeIndex node,
 
 Expected<std::optional<std::string_view>> TraceGraph::get_string(NodeIndex node,
                                                                  std::string_view name) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_string(node, key(name));
+}
+
+Expected<std::optional<std::string_view>> TraceGraph::get_string(NodeIndex node,
+                                                                 const AttributeKey& key) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return std::optional<std::string_view>();
   if (attribute->value_case != AttributeProto::kStringVal &&
       attribute->value_case != AttributeProto::kBytesVal) {
     return attribute_error(node, *attribute, "a string");
   }
-  return std::optional<std::string_view>(strings_.view(attribute->str));
+  return std::optional<std::string_view>(string(attribute->str));
 }
 
 Expected<std::optional<std::vector<bool>>> TraceGraph::get_bool_list(NodeIndex node,
                                                                      std::string_view name) const {
-  const Attribute* attribute = find_attribute(node, name);
+  return get_bool_list(node, key(name));
+}
+
+Expected<std::optional<std::vector<bool>>> TraceGraph::get_bool_list(
+    NodeIndex node, const AttributeKey& key) const {
+  const Attribute* attribute = find_attribute(node, key.id);
   if (attribute == nullptr) return std::optional<std::vector<bool>>();
   if (!is_integer_list(attribute->value_case)) {
     return attribute_error(node, *attribute, "a bool_list");
   }
-  const ListRef& list = lists_[attribute->list];
+  const ListRef& list = t_->lists_[attribute->list];
   std::vector<bool> values(list.count);
   for (uint32_t idx = 0; idx < list.count; ++idx) {
-    values[idx] = int_pool_[list.first + idx] != 0;
+    values[idx] = t_->int_pool_[list.first + idx] != 0;
   }
   return std::optional<std::vector<bool>>(std::move(values));
 }
@@ -506,10 +669,10 @@ Expected<std::optional<std::vector<int64_t>>> TraceGraph::get_int_list(
   if (!is_integer_list(attribute->value_case)) {
     return attribute_error(node, *attribute, "an integer list");
   }
-  const ListRef& list = lists_[attribute->list];
+  const ListRef& list = t_->lists_[attribute->list];
   const auto first = static_cast<std::ptrdiff_t>(list.first);
   return std::optional<std::vector<int64_t>>(
-      std::vector<int64_t>(int_pool_.begin() + first, int_pool_.begin() + first + list.count));
+      std::vector<int64_t>(t_->int_pool_.begin() + first, t_->int_pool_.begin() + first + list.count));
 }
 
 Expected<std::optional<std::vector<double>>> TraceGraph::get_double_list(
@@ -520,10 +683,10 @@ Expected<std::optional<std::vector<double>>> TraceGraph::get_double_list(
       attribute->value_case != AttributeProto::kFloatList) {
     return attribute_error(node, *attribute, "a double_list");
   }
-  const ListRef& list = lists_[attribute->list];
+  const ListRef& list = t_->lists_[attribute->list];
   const auto first = static_cast<std::ptrdiff_t>(list.first);
   return std::optional<std::vector<double>>(
-      std::vector<double>(double_pool_.begin() + first, double_pool_.begin() + first + list.count));
+      std::vector<double>(t_->double_pool_.begin() + first, t_->double_pool_.begin() + first + list.count));
 }
 
 Expected<std::optional<std::vector<std::string_view>>> TraceGraph::get_string_list(
@@ -534,10 +697,10 @@ Expected<std::optional<std::vector<std::string_view>>> TraceGraph::get_string_li
       attribute->value_case != AttributeProto::kBytesList) {
     return attribute_error(node, *attribute, "a string_list");
   }
-  const ListRef& list = lists_[attribute->list];
+  const ListRef& list = t_->lists_[attribute->list];
   std::vector<std::string_view> values(list.count);
   for (uint32_t idx = 0; idx < list.count; ++idx) {
-    values[idx] = strings_.view(string_pool_[list.first + idx]);
+    values[idx] = string(t_->string_pool_[list.first + idx]);
   }
   return std::optional<std::vector<std::string_view>>(std::move(values));
 }
@@ -557,31 +720,33 @@ bool TraceGraph::same_work(const TraceGraph& other) const {
     return true;
   };
   auto same_list = [&](const Attribute& lhs, const Attribute& rhs) {
-    const ListRef& left = lists_[lhs.list];
-    const ListRef& right = other.lists_[rhs.list];
+    const ListRef& left = t_->lists_[lhs.list];
+    const ListRef& right = other.t_->lists_[rhs.list];
     if (left.count != right.count) return false;
     for (uint32_t idx = 0; idx < left.count; ++idx) {
       switch (lhs.value_case) {
         case AttributeProto::kDoubleList:
         case AttributeProto::kFloatList:
-          if (double_pool_[left.first + idx] != other.double_pool_[right.first + idx]) return false;
+          if (t_->double_pool_[left.first + idx] != other.t_->double_pool_[right.first + idx])
+            return false;
           break;
         case AttributeProto::kStringList:
         case AttributeProto::kBytesList:
-          if (strings_.view(string_pool_[left.first + idx]) !=
-              other.strings_.view(other.string_pool_[right.first + idx])) {
+          if (string(t_->string_pool_[left.first + idx]) !=
+              other.string(other.t_->string_pool_[right.first + idx])) {
             return false;
           }
           break;
         default:
-          if (int_pool_[left.first + idx] != other.int_pool_[right.first + idx]) return false;
+          if (t_->int_pool_[left.first + idx] != other.t_->int_pool_[right.first + idx])
+            return false;
       }
     }
     return true;
   };
   for (NodeIndex node = 0; node < size(); ++node) {
-    const NodeRecord& mine = nodes_[node];
-    const NodeRecord& theirs = other.nodes_[node];
+    const NodeRecord& mine = t_->nodes_[node];
+    const NodeRecord& theirs = other.t_->nodes_[node];
     if (mine.type != theirs.type || mine.duration_micros != theirs.duration_micros) return false;
     if (!same_deps(data_deps(node), other.data_deps(node), node) ||
         !same_deps(ctrl_deps(node), other.ctrl_deps(node), node)) {
@@ -593,14 +758,13 @@ bool TraceGraph::same_work(const TraceGraph& other) const {
     for (size_t idx = 0; idx < lhs.size(); ++idx) {
       const Attribute& left = lhs[idx];
       const Attribute& right = rhs[idx];
-      if (left.value_case != right.value_case ||
-          strings_.view(left.name) != other.strings_.view(right.name)) {
+      if (left.value_case != right.value_case || string(left.name) != other.string(right.name)) {
         return false;
       }
       switch (left.value_case) {
         case AttributeProto::kStringVal:
         case AttributeProto::kBytesVal:
-          if (strings_.view(left.str) != other.strings_.view(right.str)) return false;
+          if (string(left.str) != other.string(right.str)) return false;
           break;
         case AttributeProto::VALUE_NOT_SET:
           break;
@@ -619,15 +783,22 @@ bool TraceGraph::same_work(const TraceGraph& other) const {
   return true;
 }
 
+size_t TraceGraph::overlay_bytes() const {
+  return patched_.capacity() * sizeof(uint64_t) + patches_.capacity() * sizeof(Patch) +
+         patch_attrs_.capacity() * sizeof(Attribute) + extra_strings_.memory_bytes();
+}
+
 size_t TraceGraph::memory_bytes() const {
-  return nodes_.capacity() * sizeof(NodeRecord) + io_.capacity() * sizeof(IoRecord) +
-         (data_offsets_.capacity() + ctrl_offsets_.capacity() + attr_offsets_.capacity()) *
+  return t_->nodes_.capacity() * sizeof(NodeRecord) + t_->io_.capacity() * sizeof(IoRecord) +
+         (t_->data_offsets_.capacity() + t_->ctrl_offsets_.capacity() +
+          t_->attr_offsets_.capacity()) *
              sizeof(uint32_t) +
-         (data_deps_.capacity() + ctrl_deps_.capacity()) * sizeof(uint64_t) +
-         attrs_.capacity() * sizeof(Attribute) + lists_.capacity() * sizeof(ListRef) +
-         int_pool_.capacity() * sizeof(int64_t) + double_pool_.capacity() * sizeof(double) +
-         string_pool_.capacity() * sizeof(StringId) +
-         id_index_.capacity() * sizeof(std::pair<uint64_t, NodeIndex>) + strings_.memory_bytes();
+         (t_->data_deps_.capacity() + t_->ctrl_deps_.capacity()) * sizeof(uint64_t) +
+         t_->attrs_.capacity() * sizeof(Attribute) + t_->lists_.capacity() * sizeof(ListRef) +
+         t_->int_pool_.capacity() * sizeof(int64_t) + t_->double_pool_.capacity() * sizeof(double) +
+         t_->string_pool_.capacity() * sizeof(StringId) +
+         t_->id_index_.capacity() * sizeof(std::pair<uint64_t, NodeIndex>) +
+         t_->strings_.memory_bytes() + overlay_bytes();
 }
 
 }  // namespace orrery::chakra

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -56,6 +57,14 @@ struct Attribute {
   Attribute() : i(0) {}
 };
 
+// An attribute name resolved once for one graph (TraceGraph::key): lookups by key scan the node's
+// few attributes without hashing the name. `name` is kept for error messages and must outlive the
+// key (a string literal, typically).
+struct AttributeKey {
+  StringId id = kNoString;  // kNoString when no node of the graph has the attribute
+  std::string_view name;
+};
+
 // Where one list attribute's elements lie in their pool.
 struct ListRef {
   uint64_t first = 0;  // index of the first element
@@ -96,20 +105,38 @@ class TraceGraph {
   // Appends `node`, copying what simulation and inspection need. Cost: O(size of the node).
   void add_node(const ChakraProtoMsg::Node& node);
   // Records that the node just added carried fields this schema does not know.
-  void mark_unknown_fields() { unknown_field_nodes_.push_back(size() - 1); }
+  void mark_unknown_fields() { tables().unknown_field_nodes_.push_back(size() - 1); }
   // Builds the id index. Call once after the last add_node and before any lookup by id.
   void finish();
+
+  // ---- Sharing (chakra/trace_set_loader.h) ----
+  // A graph of the same nodes as `base` (finished), sharing its tables: until patch_node says
+  // otherwise, every node and attribute is base's. Cost: O(1).
+  static TraceGraph derived_from(const TraceGraph& base);
+  // Makes node `index` of a derived graph hold `node`'s attribute values. True when `node` is
+  // base's node `index` up to the values of scalar attributes (same id, name, type, times,
+  // dependencies, IOInfo, unknown fields, attribute names, kinds and list values); false (and no
+  // change) otherwise. Nodes in ascending order, each at most once.
+  bool patch_node(NodeIndex index, const ChakraProtoMsg::Node& node, bool unknown_fields);
+  // Whether two graphs share their node tables (one derived from the other, or both from a
+  // third): then they have the same nodes, ids, dependencies and attribute names, and may differ
+  // only in attribute values. A graph shares with itself.
+  bool shares_structure(const TraceGraph& other) const { return t_ == other.t_; }
+  // An identity of the shared tables (equal exactly when shares_structure), for keying caches.
+  const void* structure() const { return t_.get(); }
+  // Nodes whose attribute values a derived graph holds itself.
+  size_t patched_count() const { return patches_.size(); }
 
   // ---- Queries (after finish) ----
   const std::string& source() const { return source_; }
   const ChakraProtoMsg::GlobalMetadata& metadata() const { return metadata_; }
-  NodeIndex size() const { return static_cast<NodeIndex>(nodes_.size()); }
+  NodeIndex size() const { return static_cast<NodeIndex>(t_->nodes_.size()); }
 
-  uint64_t id(NodeIndex node) const { return nodes_[node].id; }
-  int32_t type(NodeIndex node) const { return nodes_[node].type; }
-  std::string_view name(NodeIndex node) const { return strings_.view(nodes_[node].name); }
-  uint64_t start_time_micros(NodeIndex node) const { return nodes_[node].start_time_micros; }
-  uint64_t duration_micros(NodeIndex node) const { return nodes_[node].duration_micros; }
+  uint64_t id(NodeIndex node) const { return t_->nodes_[node].id; }
+  int32_t type(NodeIndex node) const { return t_->nodes_[node].type; }
+  std::string_view name(NodeIndex node) const { return string(t_->nodes_[node].name); }
+  uint64_t start_time_micros(NodeIndex node) const { return t_->nodes_[node].start_time_micros; }
+  uint64_t duration_micros(NodeIndex node) const { return t_->nodes_[node].duration_micros; }
   // Parent ids exactly as the file lists them (possibly missing from the file, or the node itself).
   std::span<const uint64_t> data_deps(NodeIndex node) const;
   std::span<const uint64_t> ctrl_deps(NodeIndex node) const;
@@ -120,33 +147,45 @@ class TraceGraph {
   // The node with this id; when several share it, the first in file order. Cost: O(log n).
   std::optional<NodeIndex> find(uint64_t id) const;
   // Node ids that appear more than once (each listed once, ascending).
-  const std::vector<uint64_t>& duplicate_ids() const { return duplicate_ids_; }
+  const std::vector<uint64_t>& duplicate_ids() const { return t_->duplicate_ids_; }
   // Nodes whose messages carried unknown fields, in file order.
-  const std::vector<NodeIndex>& unknown_field_nodes() const { return unknown_field_nodes_; }
+  const std::vector<NodeIndex>& unknown_field_nodes() const { return t_->unknown_field_nodes_; }
 
   // ---- Attributes ----
   std::span<const Attribute> attributes(NodeIndex node) const;
   // The id of an attribute name for fast repeated lookups; nullopt when no node has it.
-  std::optional<StringId> attribute_key(std::string_view name) const { return strings_.find(name); }
+  std::optional<StringId> attribute_key(std::string_view name) const {
+    return t_->strings_.find(name);
+  }
   const Attribute* find_attribute(NodeIndex node, std::string_view name) const;
   const Attribute* find_attribute(NodeIndex node, StringId key) const;
+  // `name` resolved for this graph, for repeated lookups (the getters below take either).
+  AttributeKey key(std::string_view name) const;
 
   // The attribute as a signed integer: any integer member or bool. nullopt when absent; an Error
   // naming the node id and attribute when it holds a float, string or list, or does not fit.
   Expected<std::optional<int64_t>> get_int(NodeIndex node, std::string_view name) const;
+  Expected<std::optional<int64_t>> get_int(NodeIndex node, const AttributeKey& key) const;
   // As get_int, with `fallback` when absent.
   Expected<int64_t> get_int_or(NodeIndex node, std::string_view name, int64_t fallback) const;
+  Expected<int64_t> get_int_or(NodeIndex node, const AttributeKey& key, int64_t fallback) const;
   // The attribute as a non-negative integer (sizes, counts, ranks); negative values are an Error.
   Expected<std::optional<uint64_t>> get_uint(NodeIndex node, std::string_view name) const;
+  Expected<std::optional<uint64_t>> get_uint(NodeIndex node, const AttributeKey& key) const;
   // Any integer member read as a boolean (nonzero is true), `fallback` when absent.
   Expected<bool> get_bool_or(NodeIndex node, std::string_view name, bool fallback) const;
+  Expected<bool> get_bool_or(NodeIndex node, const AttributeKey& key, bool fallback) const;
   // double or float members, or any integer member converted.
   Expected<std::optional<double>> get_double(NodeIndex node, std::string_view name) const;
   // string or bytes members.
   Expected<std::optional<std::string_view>> get_string(NodeIndex node, std::string_view name) const;
+  Expected<std::optional<std::string_view>> get_string(NodeIndex node,
+                                                       const AttributeKey& key) const;
   // bool_list (or any integer list) as booleans.
   Expected<std::optional<std::vector<bool>>> get_bool_list(NodeIndex node,
                                                            std::string_view name) const;
+  Expected<std::optional<std::vector<bool>>> get_bool_list(NodeIndex node,
+                                                           const AttributeKey& key) const;
   // string_list or bytes_list.
   Expected<std::optional<std::vector<std::string_view>>> get_string_list(
       NodeIndex node, std::string_view name) const;
@@ -161,7 +200,7 @@ class TraceGraph {
   Expected<int64_t> as_int(NodeIndex node, const Attribute& attribute) const;
   Expected<double> as_double(NodeIndex node, const Attribute& attribute) const;
   std::string_view attribute_name(const Attribute& attribute) const {
-    return strings_.view(attribute.name);
+    return string(attribute.name);
   }
 
   // Whether `other` describes the same work as this graph, node for node in file order: the same
@@ -169,8 +208,11 @@ class TraceGraph {
   // Node ids, names and IOInfo may differ. Both graphs finished. O(nodes + edges + attributes).
   bool same_work(const TraceGraph& other) const;
 
-  // Bytes held by this graph (tables and strings), for benchmarks and capacity planning.
+  // Bytes held by this graph (tables and strings, shared ones included), for benchmarks and
+  // capacity planning.
   size_t memory_bytes() const;
+  // Bytes of what a derived graph holds itself (its patched values).
+  size_t overlay_bytes() const;
 
  private:
   struct NodeRecord {
@@ -188,28 +230,56 @@ class TraceGraph {
 
   Error attribute_error(NodeIndex node, const Attribute& attribute, std::string_view wanted) const;
   StringId store_string(const std::string& text);
+  // A string of this graph: of the shared table, or one a patch added.
+  std::string_view string(StringId id) const {
+    return id < t_->strings_.size()
+               ? t_->strings_.view(id)
+               : extra_strings_.view(id - static_cast<StringId>(t_->strings_.size()));
+  }
+
+  // What graphs derived from one another share: everything but the source, the metadata and the
+  // patched attribute values.
+  struct Tables {
+    std::vector<NodeRecord> nodes_;
+    std::vector<IoRecord> io_;
+    // Dependencies and attributes in CSR form: node i owns [offsets[i], offsets[i + 1]).
+    std::vector<uint32_t> data_offsets_{0};
+    std::vector<uint64_t> data_deps_;
+    std::vector<uint32_t> ctrl_offsets_{0};
+    std::vector<uint64_t> ctrl_deps_;
+    std::vector<uint32_t> attr_offsets_{0};
+    std::vector<Attribute> attrs_;
+    std::vector<ListRef> lists_;
+    std::vector<int64_t> int_pool_;  // integer and bool lists (unsigned values bit-cast)
+    std::vector<double> double_pool_;
+    std::vector<StringId> string_pool_;
+    StringTable strings_;
+    // (id, index) sorted by id then index; empty when ids are strictly increasing in file order.
+    std::vector<std::pair<uint64_t, NodeIndex>> id_index_;
+    bool ids_sorted_ = true;
+    std::vector<uint64_t> duplicate_ids_;
+    std::vector<NodeIndex> unknown_field_nodes_;
+  };
+  // The tables for building: copied first if another graph shares them.
+  Tables& tables();
+  // Converts a scalar or list attribute as add_node stores it (lists into `t`'s pools).
+  template <typename Store>
+  static Attribute convert(const ChakraProtoMsg::AttributeProto& proto, Tables& t, Store&& store);
 
   std::string source_;
   ChakraProtoMsg::GlobalMetadata metadata_;
-  std::vector<NodeRecord> nodes_;
-  std::vector<IoRecord> io_;
-  // Dependencies and attributes in CSR form: node i owns [offsets[i], offsets[i + 1]).
-  std::vector<uint32_t> data_offsets_{0};
-  std::vector<uint64_t> data_deps_;
-  std::vector<uint32_t> ctrl_offsets_{0};
-  std::vector<uint64_t> ctrl_deps_;
-  std::vector<uint32_t> attr_offsets_{0};
-  std::vector<Attribute> attrs_;
-  std::vector<ListRef> lists_;
-  std::vector<int64_t> int_pool_;  // integer and bool lists (unsigned values bit-cast)
-  std::vector<double> double_pool_;
-  std::vector<StringId> string_pool_;
-  StringTable strings_;
-  // (id, index) sorted by id then index; empty when ids are strictly increasing in file order.
-  std::vector<std::pair<uint64_t, NodeIndex>> id_index_;
-  bool ids_sorted_ = true;
-  std::vector<uint64_t> duplicate_ids_;
-  std::vector<NodeIndex> unknown_field_nodes_;
+  std::shared_ptr<Tables> t_ = std::make_shared<Tables>();
+  // A derived graph's own attribute values: the nodes patched (bit per node), and for each, in
+  // ascending node order, its whole attribute array in patch_attrs_.
+  struct Patch {
+    NodeIndex node;
+    uint32_t first;
+    uint32_t count;
+  };
+  std::vector<uint64_t> patched_;
+  std::vector<Patch> patches_;
+  std::vector<Attribute> patch_attrs_;
+  StringTable extra_strings_;  // strings of patched values absent from the shared table
 };
 
 }  // namespace orrery::chakra

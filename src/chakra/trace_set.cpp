@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "chakra/trace_file.h"
+#include "chakra/trace_set_loader.h"
 #include "core/parallel.h"
 #include "core/same_file.h"
 
@@ -105,7 +106,7 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load(const std::string& targ
   const auto count = static_cast<uint32_t>(files->paths.size());
 
   // Files that are copies of rank 0's (every data-parallel rank of a generated set) are compared,
-  // not parsed; the others are parsed and validated in parallel.
+  // not parsed; the others are read (chakra/trace_set_loader.h) and validated in parallel.
   struct Loaded {
     std::optional<Error> error;
     std::optional<Entry> entry;
@@ -114,12 +115,14 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load(const std::string& targ
   std::vector<Loaded> loaded(count);
   std::optional<SameFileChecker> first_file;
   if (count > 1) first_file.emplace(files->paths[0]);
+  // Files that differ from an earlier one only in peers and group names are built from it.
+  TraceSetLoader loader;
   parallel_for(count, options.threads, [&](size_t rank) {
     if (rank > 0 && first_file->matches(files->paths[rank])) {
       loaded[rank].copy_of_first = true;
       return;
     }
-    Expected<TraceGraph> graph = load_trace(files->paths[rank]);
+    Expected<TraceGraph> graph = loader.load(files->paths[rank]);
     if (!graph) {
       loaded[rank].error = graph.error();
       return;

@@ -1,11 +1,11 @@
 #include "system/collective_engine.h"
 
-#include "core/slot_pool.h"
-#include "network/analytical_backend.h"
-
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
+
+#include "core/slot_pool.h"
 
 namespace orrery::sys {
 
@@ -20,24 +20,7 @@ uint64_t mix(uint64_t value) {
   return value;
 }
 
-uint32_t ceil_log2(uint32_t value) {
-  uint32_t bits = 0;
-  while ((1u << bits) < value) ++bits;
-  return bits;
-}
-
-uint32_t floor_log2(uint32_t value) {
-  uint32_t bits = 0;
-  while ((2u << bits) <= value) ++bits;
-  return bits;
-}
-
 }  // namespace
-
-size_t CollectiveEngine::MatchKeyHash::operator()(const MatchKey& key) const {
-  return static_cast<size_t>(mix((uint64_t{key.dst} << 32 | key.src) ^
-                                 mix(uint64_t{key.instance} << 32 | key.chunk) ^ key.phase));
-}
 
 size_t CollectiveEngine::SwitchKeyHash::operator()(const SwitchKey& key) const {
   return static_cast<size_t>(mix((uint64_t{key.instance} << 32 | key.chunk) ^
@@ -112,7 +95,7 @@ CollectiveEngine::CollectiveEngine(EventEngine& engine, net::NetworkBackend& net
       config_(config),
       listener_(listener),
       options_(options),
-      mirror_traffic_(network.topology()) {
+      no_traffic_(network.topology()) {
   id_ = engine_.register_handler(*this);
   network_.set_listener(*this);
   int64_t delay = config.endpoint_delay_ns;
@@ -121,9 +104,16 @@ CollectiveEngine::CollectiveEngine(EventEngine& engine, net::NetworkBackend& net
   }
   endpoint_delay_ = SimTime::from_ns(delay);
   local_mem_bw_ = *config.local_mem_bw_gbps;
+  if (options_.peers) {
+    peers_ = options_.peers;
+  } else if (options_.mirror) {
+    peers_ = make_mirror_peer_model(topology_, options_.rounding, options_.mirror_through_network);
+  } else {
+    peers_ = make_full_peer_model(topology_);
+  }
   queues_per_rank_ = topology_.dimension_count() + 1;
-  // In mirror mode only the representative (rank 0) has queues.
-  queues_.resize(size_t{options.mirror ? 1 : topology_.rank_count()} * queues_per_rank_);
+  // Only simulated ranks have queues.
+  queues_.resize(size_t{peers_->simulated_count()} * queues_per_rank_);
   running_.assign(queues_.size(), 0);
 
   Group all;
@@ -133,6 +123,7 @@ CollectiveEngine::CollectiveEngine(EventEngine& engine, net::NetworkBackend& net
   all.aligned_dims =
       (topology_.dimension_count() >= 32) ? ~0u : ((1u << topology_.dimension_count()) - 1);
   all.issued.assign(topology_.rank_count(), 0);
+  for (Rank rank : all.ranks) all.simulated += peers_->simulated(rank) ? 1u : 0u;
   groups_.push_back(std::move(all));
 }
 
@@ -172,6 +163,7 @@ uint32_t CollectiveEngine::add_group(std::vector<Rank> ranks, std::string name) 
     }
     group.aligned_dims = aligned ? mask : 0;
   }
+  for (Rank rank : group.ranks) group.simulated += peers_->simulated(rank) ? 1u : 0u;
   groups_.push_back(std::move(group));
   return static_cast<uint32_t>(groups_.size() - 1);
 }
@@ -179,61 +171,68 @@ uint32_t CollectiveEngine::add_group(std::vector<Rank> ranks, std::string name) 
 // ---- issuing
 // -------------------------------------------------------------------------------------
 
-const std::vector<Algorithm>& CollectiveEngine::implementations(Op op) const {
+const std::vector<Algorithm>& CollectiveEngine::implementations(PhaseOp op) const {
   switch (op) {
-    case Op::kAllGather:
+    case PhaseOp::kAllGather:
       return config_.all_gather;
-    case Op::kReduceScatter:
+    case PhaseOp::kReduceScatter:
       return config_.reduce_scatter;
-    case Op::kAllToAll:
+    case PhaseOp::kAllToAll:
       return config_.all_to_all;
     default:
       return config_.all_reduce;
   }
 }
 
-std::vector<CollectiveEngine::Phase> CollectiveEngine::plan_phases(const Instance& instance,
-                                                                   uint64_t chunk) const {
+void CollectiveEngine::plan_phases(Instance& instance, uint64_t chunk) {
   const Group& group = groups_[instance.group];
-  std::vector<Phase> phases;
-  if (group.ranks.size() <= 1) return phases;
-  auto flat = [&](Op op, Algorithm algorithm) {
+  instance.first_phase = static_cast<uint32_t>(phases_.size());
+  instance.phase_count = 0;
+  if (group.ranks.size() <= 1) return;
+  auto push = [&](PhaseOp op, const Algorithm& algorithm, uint32_t dim, uint64_t size,
+                  bool anticlockwise) {
     Phase phase;
     phase.op = op;
-    phase.algorithm = algorithm;
-    phase.dim = kFlat;
-    phase.size = chunk;
-    phases.push_back(phase);
+    phase.anticlockwise = anticlockwise;
+    phase.dim = dim;
+    phase.window = algorithm.window;
+    phase.size = size;
+    phase.algorithm = &collective_algorithm(op, algorithm);
+    phases_.push_back(phase);
+    ++instance.phase_count;
   };
-  Op op = Op::kAllReduce;
+  auto flat = [&](PhaseOp op, const Algorithm& algorithm) {
+    push(op, algorithm, kFlat, chunk, false);
+  };
+  PhaseOp op = PhaseOp::kAllReduce;
   switch (instance.type) {
     case CollectiveType::kAllReduce:
-      op = Op::kAllReduce;
+      op = PhaseOp::kAllReduce;
       break;
     case CollectiveType::kReduceScatter:
-      op = Op::kReduceScatter;
+      op = PhaseOp::kReduceScatter;
       break;
     case CollectiveType::kAllGather:
-      op = Op::kAllGather;
+      op = PhaseOp::kAllGather;
       break;
     case CollectiveType::kAllToAll:
-      op = Op::kAllToAll;
+      op = PhaseOp::kAllToAll;
       break;
     case CollectiveType::kBroadcast:
-      flat(Op::kBroadcast, {});
-      return phases;
+      flat(PhaseOp::kBroadcast, {});
+      return;
     case CollectiveType::kReduce:
-      flat(Op::kReduce, {});
-      return phases;
+      flat(PhaseOp::kReduce, {});
+      return;
     case CollectiveType::kGather:
-      flat(Op::kGather, {});
-      return phases;
+      flat(PhaseOp::kGather, {});
+      return;
     case CollectiveType::kScatter:
-      flat(Op::kScatter, {});
-      return phases;
+      flat(PhaseOp::kScatter, {});
+      return;
     case CollectiveType::kBarrier:
-      flat(Op::kBarrier, {});
-      return phases;
+      flat(PhaseOp::kBarrier, {});
+      return;
   }
   const std::vector<Algorithm>& impls = implementations(op);
   const AlgorithmKind first = impls.front().kind;
@@ -244,12 +243,12 @@ std::vector<CollectiveEngine::Phase> CollectiveEngine::plan_phases(const Instanc
                      : first == AlgorithmKind::kOneDirect ? AlgorithmKind::kDirect
                                                           : AlgorithmKind::kHalvingDoubling;
     flat(op, algorithm);
-    return phases;
+    return;
   }
   if (group.aligned_dims == 0) {
     // Like ASTRA-sim, a group that is not a sub-grid of the network runs one ring over its ranks.
     flat(op, Algorithm{AlgorithmKind::kRing, 0});
-    return phases;
+    return;
   }
   std::vector<uint32_t> dims;
   for (uint32_t dim = 0; dim < topology_.dimension_count(); ++dim) {
@@ -258,42 +257,38 @@ std::vector<CollectiveEngine::Phase> CollectiveEngine::plan_phases(const Instanc
       dims.push_back(dim);
     }
   }
-  if (dims.empty()) return phases;
+  if (dims.empty()) return;
   uint64_t size = chunk;
-  auto add = [&](Op phase_op, uint32_t dim, bool anticlockwise) {
-    Phase phase;
-    phase.op = phase_op;
-    phase.dim = dim;
-    phase.size = size;
-    phase.anticlockwise = anticlockwise;
+  auto add = [&](PhaseOp phase_op, uint32_t dim, bool anticlockwise) {
     // Every phase of an all-reduce (its hierarchical reduce-scatter and all-gather halves too)
     // uses the all-reduce implementation of its dimension, as ASTRA-sim does; the other lists
     // may be absent from the system file then.
-    phase.algorithm = implementations(op == Op::kAllReduce ? op : phase_op)[dim];
-    phases.push_back(phase);
+    push(phase_op, implementations(op == PhaseOp::kAllReduce ? op : phase_op)[dim], dim, size,
+         anticlockwise);
     const uint64_t members = topology_.size(dim);
     switch (phase_op) {
-      case Op::kReduceScatter:
+      case PhaseOp::kReduceScatter:
         size /= members;
         break;
-      case Op::kAllGather:
+      case PhaseOp::kAllGather:
         size *= members;
         break;
       default:
         break;
     }
   };
-  if (op == Op::kAllReduce &&
+  if (op == PhaseOp::kAllReduce &&
       config_.collective_optimization == CollectiveOptimization::kLocalBwAware) {
-    for (size_t idx = 0; idx + 1 < dims.size(); ++idx) add(Op::kReduceScatter, dims[idx], false);
-    add(Op::kAllReduce, dims.back(), false);
-    for (size_t idx = dims.size() - 1; idx-- > 0;) add(Op::kAllGather, dims[idx], true);
-  } else if (op == Op::kAllGather) {
+    for (size_t idx = 0; idx + 1 < dims.size(); ++idx) {
+      add(PhaseOp::kReduceScatter, dims[idx], false);
+    }
+    add(PhaseOp::kAllReduce, dims.back(), false);
+    for (size_t idx = dims.size() - 1; idx-- > 0;) add(PhaseOp::kAllGather, dims[idx], true);
+  } else if (op == PhaseOp::kAllGather) {
     for (size_t idx = dims.size(); idx-- > 0;) add(op, dims[idx], false);
   } else {
     for (uint32_t dim : dims) add(op, dim, false);
   }
-  return phases;
 }
 
 Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& request) {
@@ -362,6 +357,23 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
     instance.first_rank = rank;
     instance.first_node = request.node_id;
     instance.record = static_cast<uint32_t>(records_.size());
+    // Chunks as ASTRA-sim cuts them: splits chunks of floor(S / splits) bytes (one more when that
+    // leaves a remainder); a chunk holds at least one byte per NPU except for all-gather. Every
+    // rank cuts the same, so the first plans for all.
+    const uint64_t splits = config_.preferred_dataset_splits;
+    uint64_t total = request.bytes;
+    uint64_t chunk = total / splits;
+    if (request.type != CollectiveType::kAllGather && topology_.rank_count() > chunk) {
+      chunk = topology_.rank_count();
+      total = splits * chunk;
+    }
+    if (chunk == 0) {
+      chunk = 1;
+      total = std::max<uint64_t>(total, 1);
+    }
+    instance.chunks = (total + chunk - 1) / chunk;
+    instance.first_phase = static_cast<uint32_t>(phases_.size());
+    if (!custom) plan_phases(instance, chunk);
     instances_.push_back(instance);
     instance_index_.emplace(instance_key, instance_id);
     CollectiveRecord record;
@@ -376,22 +388,7 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
   }
   Instance& instance = instances_[instance_id];
   ++instance.issued;
-
-  // Chunks as ASTRA-sim cuts them: splits chunks of floor(S / splits) bytes (one more when that
-  // leaves a remainder); a chunk holds at least one byte per NPU except for all-gather.
-  const uint64_t splits = config_.preferred_dataset_splits;
-  uint64_t total = request.bytes;
-  uint64_t chunk = total / splits;
-  if (request.type != CollectiveType::kAllGather && topology_.rank_count() > chunk) {
-    chunk = topology_.rank_count();
-    total = splits * chunk;
-  }
-  if (chunk == 0) {
-    chunk = 1;
-    total = std::max<uint64_t>(total, 1);
-  }
-  const uint64_t chunks = (total + chunk - 1) / chunk;
-  const std::vector<Phase> phases = custom ? std::vector<Phase>() : plan_phases(instance, chunk);
+  const uint64_t chunks = instance.chunks;
 
   const uint32_t owner = take_slot(rank_collectives_, free_rank_collectives_);
   rank_collectives_[owner] = RankCollective{instance_id, rank, static_cast<uint32_t>(chunks),
@@ -400,7 +397,7 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
     rank_collectives_[owner].remaining = 1;
     return start_custom(owner, position, custom_prefixes(request.type).front());
   }
-  if (phases.empty()) {
+  if (instance.phase_count == 0) {
     (void)engine_.schedule_at(engine_.now(), id_, kDoneNow, owner);
     return Status::ok();
   }
@@ -423,9 +420,9 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
     stream.rank = rank;
     stream.owner = owner;
     stream.instance = instance_id;
-    stream.chunk = static_cast<uint32_t>(index);
+    stream.position = position;
+    stream.run.chunk = static_cast<uint32_t>(index);
     stream.priority = priority;
-    stream.phases = phases;
     stream.phase_index = 0;
     enqueue(stream_id);
   }
@@ -437,12 +434,12 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
 
 uint32_t CollectiveEngine::queue_of(Rank rank, uint32_t dim) const {
   const uint32_t local = dim == kFlat ? queues_per_rank_ - 1 : dim;
-  return rank * queues_per_rank_ + local;
+  return peers_->slot(rank) * queues_per_rank_ + local;
 }
 
 void CollectiveEngine::enqueue(uint32_t stream_id) {
   Stream& stream = streams_[stream_id];
-  const Phase& phase = stream.phases[stream.phase_index];
+  const Phase& phase = phase_of(stream);
   stream.queue = queue_of(stream.rank, phase.dim);
   stream.running = false;
   std::vector<uint32_t>& list = queues_[stream.queue];
@@ -477,7 +474,7 @@ void CollectiveEngine::finish_phase(uint32_t stream_id) {
   list.erase(std::find(list.begin(), list.end(), stream_id));
   --running_[queue];
   ++stream.phase_index;
-  if (stream.phase_index == stream.phases.size()) {
+  if (stream.phase_index == instances_[stream.instance].phase_count) {
     const uint32_t owner = stream.owner;
     free_streams_.push_back(stream_id);
     if (--rank_collectives_[owner].remaining == 0) collective_finished(owner);
@@ -492,58 +489,69 @@ void CollectiveEngine::finish_phase(uint32_t stream_id) {
 // ------------------------------------------------------------------------------
 
 Rank CollectiveEngine::member(const Stream& stream, uint32_t index) const {
-  const Phase& phase = stream.phases[stream.phase_index];
+  const Phase& phase = phase_of(stream);
   if (phase.dim == kFlat) return groups_[instances_[stream.instance].group].ranks[index];
   return topology_.peer(stream.rank, phase.dim, index);
 }
 
 void CollectiveEngine::start_phase(uint32_t stream_id) {
   Stream& stream = streams_[stream_id];
-  const Phase& phase = stream.phases[stream.phase_index];
-  const Group& group = groups_[instances_[stream.instance].group];
+  const Phase& phase = phase_of(stream);
+  AlgorithmStream& run = stream.run;
   if (phase.dim == kFlat) {
-    stream.n = static_cast<uint32_t>(group.ranks.size());
-    stream.index =
-        instances_[stream.instance].group == 0 ? stream.rank : group.position.at(stream.rank);
+    run.members = static_cast<uint32_t>(groups_[instances_[stream.instance].group].ranks.size());
+    run.index = stream.position;
   } else {
-    stream.n = topology_.size(phase.dim);
-    stream.index = topology_.coordinate(stream.rank, phase.dim);
+    run.members = topology_.size(phase.dim);
+    run.index = topology_.coordinate(stream.rank, phase.dim);
   }
-  stream.free = 0;
-  stream.zero = 0;
-  stream.nonzero = 0;
-  stream.toggle = false;
-  stream.received = 0;
-  stream.waiting = 0;
-  stream.round = 0;
-  stream.packets.clear();
-  stream.packet_sizes.clear();
-  stream.reductions.clear();
-  stream.parallel = 1;
-  phase_init(stream_id);
+  run.op = phase.op;
+  run.anticlockwise = phase.anticlockwise;
+  run.window = phase.window;
+  run.size = phase.size;
+  std::memset(run.state, 0, sizeof(run.state));
+  PhaseRun view = run_of(stream_id);
+  phase.algorithm->start(view);
 }
 
 void CollectiveEngine::bundle(uint32_t stream_id, bool reduce, uint64_t bytes) {
   if (reduce) {
-    streams_[stream_id].reductions.push_back(bytes);
+    reductions_.push_back(bytes);
     (void)engine_.schedule_after(endpoint_delay_, id_, kBundleReduce, stream_id);
   } else {
     (void)engine_.schedule_after(endpoint_delay_, id_, kBundle, stream_id);
   }
 }
 
-void CollectiveEngine::send_message(uint32_t stream_id, uint32_t to_index, uint64_t bytes) {
+void CollectiveEngine::send_message(uint32_t stream_id, uint32_t to_index,
+                                    uint32_t mirror_from_index, uint64_t bytes,
+                                    MirrorPattern pattern) {
   const Stream& stream = streams_[stream_id];
+  CollectiveMessage outgoing;
+  outgoing.src = stream.rank;
+  outgoing.dst = member(stream, to_index);
+  outgoing.mirror_src =
+      pattern == MirrorPattern::kNone ? stream.rank : member(stream, mirror_from_index);
+  outgoing.dim = phase_of(stream).dim;
+  outgoing.src_index = stream.run.index;
+  outgoing.dst_index = to_index;
+  outgoing.bytes = bytes;
+  outgoing.pattern = pattern;
+  const MessageFate fate = peers_->route(outgoing, engine_.now());
   const uint32_t token = new_message();
   Message& message = messages_[token];
-  message.src = stream.rank;
-  message.dst = member(stream, to_index);
+  message.src = fate.arrives_from;
+  message.dst = fate.arrives_at;
   message.bytes = bytes;
   message.instance = stream.instance;
-  message.chunk = stream.chunk;
+  message.chunk = stream.run.chunk;
   message.phase = stream.phase_index;
-  ++messages_sent_;
-  network_.send(message.src, message.dst, bytes, token);
+  messages_sent_ += fate.copies;
+  if (fate.transport == MessageFate::Transport::kNetwork) {
+    network_.send(fate.network_src, fate.network_dst, bytes, token);
+  } else {
+    (void)engine_.schedule_after(fate.delay, id_, kMirrorArrival, token);
+  }
 }
 
 void CollectiveEngine::post_receive(uint32_t stream_id, uint32_t from_index) {
@@ -552,124 +560,73 @@ void CollectiveEngine::post_receive(uint32_t stream_id, uint32_t from_index) {
 
 void CollectiveEngine::post_receive_from(uint32_t stream_id, Rank source) {
   const Stream& stream = streams_[stream_id];
-  const MatchKey key{stream.rank, source, stream.instance, stream.chunk, stream.phase_index};
-  auto [entry, inserted] = matches_.try_emplace(key);
-  if (entry->second.arrived > 0) {
-    if (--entry->second.arrived == 0 && entry->second.posted == 0) matches_.erase(entry);
+  const MatchKey key{stream.rank, source, stream.instance, stream.run.chunk, stream.phase_index};
+  const uint32_t slot = matches_.find_or_insert(key);
+  MatchEntry& entry = matches_.entry(slot);
+  if (entry.arrived > 0) {
+    if (--entry.arrived == 0 && entry.posted == 0) matches_.erase(slot);
     (void)engine_.schedule_at(engine_.now(), id_, kReceived, stream_id);
     return;
   }
-  ++entry->second.posted;
-  entry->second.stream = stream_id;
+  ++entry.posted;
+  entry.stream = stream_id;
 }
 
-void CollectiveEngine::send_up(uint32_t stream_id) {
+void CollectiveEngine::send_up(uint32_t stream_id, uint64_t up_bytes, uint64_t down_bytes) {
   const Stream& stream = streams_[stream_id];
-  const Phase& phase = stream.phases[stream.phase_index];
+  const Phase& phase = phase_of(stream);
   const uint32_t token = new_message();
   Message& message = messages_[token];
   message.switch_up = true;
   message.dim = phase.dim;
   message.src = stream.rank;
   message.dst = stream.rank;
-  message.bytes = stream.message;
+  message.bytes = up_bytes;
   message.instance = stream.instance;
-  message.chunk = stream.chunk;
+  message.chunk = stream.run.chunk;
   message.phase = stream.phase_index;
-  // What comes back down: the reduced buffer (all-reduce), this member's share of it
-  // (reduce-scatter), or everyone's data (all-gather).
-  switch (phase.op) {
-    case Op::kReduceScatter:
-      message.down_bytes = stream.message / stream.n;
-      break;
-    case Op::kAllGather:
-      message.down_bytes = stream.message * stream.n;
-      break;
-    default:
-      message.down_bytes = stream.message;
-      break;
-  }
-  if (options_.mirror) {
-    mirror_switch_hop(token, /*up=*/true);
-    return;
-  }
-  ++messages_sent_;
-  network_.send_switch(stream.rank, phase.dim, /*up=*/true, message.bytes, token);
+  message.down_bytes = down_bytes;
+  switch_hop(token, stream.rank, /*up=*/true);
 }
 
-void CollectiveEngine::mirror_send(uint32_t stream_id, uint32_t from, uint32_t to, uint64_t bytes) {
-  const Stream& stream = streams_[stream_id];
-  const Phase& phase = stream.phases[stream.phase_index];
-  const Rank me = stream.rank;
-  SimTime delay = net::analytical_delay(topology_, me, member(stream, to), bytes);
-  if (options_.rounding == net::TimeRounding::kAstraSim) delay = net::truncate_to_ns(delay);
-  const uint32_t token = new_message();
-  Message& message = messages_[token];
-  message.src = member(stream, from);
-  message.dst = me;
-  message.bytes = bytes;
-  message.instance = stream.instance;
-  message.chunk = stream.chunk;
-  message.phase = stream.phase_index;
-  if (stream.machine == Machine::kHalvingDoubling) {
-    // The representative (coordinate 0, an even block at every distance) sends upwards; members
-    // of odd blocks send downwards: the links carry different traffic, expanded rank by rank.
-    assert(stream.index == 0);
-    mirror_traffic_.record_partner_message(phase.dim, to, bytes, engine_.now(),
-                                           engine_.now() + delay);
-  } else {
-    mirror_traffic_.record_message(phase.dim, stream.index, to, bytes, engine_.now(),
-                                   engine_.now() + delay);
-  }
-  // Every rank sends its copy: the message count is the network's.
-  messages_sent_ += topology_.rank_count();
-  if (options_.mirror_through_network) {
-    network_.send(me, member(stream, to), bytes, token);
-    return;
-  }
-  (void)engine_.schedule_after(delay, id_, kMirrorArrival, token);
-}
-
-void CollectiveEngine::mirror_switch_hop(uint32_t token, bool up) {
+void CollectiveEngine::switch_hop(uint32_t token, Rank rank, bool up) {
   const Message& message = messages_[token];
-  const net::Dimension& spec = topology_.dimension(message.dim);
-  SimTime delay = spec.latency + spec.bandwidth.serialization_time(message.bytes);
-  if (options_.rounding == net::TimeRounding::kAstraSim) delay = net::truncate_to_ns(delay);
-  mirror_traffic_.record_switch(message.dim, up, message.bytes, engine_.now(),
-                                engine_.now() + delay);
-  messages_sent_ += topology_.rank_count();
-  (void)engine_.schedule_after(delay, id_, kMirrorArrival, token);
+  const MessageFate fate =
+      peers_->route_switch_hop(rank, message.dim, up, message.bytes, engine_.now());
+  messages_sent_ += fate.copies;
+  if (fate.transport == MessageFate::Transport::kNetwork) {
+    network_.send_switch(rank, message.dim, up, message.bytes, token);
+  } else {
+    (void)engine_.schedule_after(fate.delay, id_, kMirrorArrival, token);
+  }
 }
 
 void CollectiveEngine::on_switch_arrival(const Message& message) {
-  const uint32_t switch_node = topology_.switch_uplink(message.src, message.dim).next;
-  const SwitchKey key{message.instance, message.chunk, message.phase, switch_node};
   const uint32_t members = topology_.size(message.dim);
-  if (!options_.mirror) {
+  const uint32_t participants = peers_->switch_participants(message.src, message.dim);
+  if (participants > 1) {
+    const uint32_t switch_node = topology_.switch_uplink(message.src, message.dim).next;
+    const SwitchKey key{message.instance, message.chunk, message.phase, switch_node};
     auto [entry, inserted] = switch_arrivals_.try_emplace(key, 0);
-    if (++entry->second < members) return;
+    if (++entry->second < participants) return;
     switch_arrivals_.erase(entry);
   }
-  // Every member's data is in: the switch combines it at line rate and answers each member.
-  // (In mirror mode every member arrives with the representative, which alone is answered.)
+  // Every member's data is in: the switch combines it at line rate and answers each member that
+  // runs.
   for (uint32_t coord = 0; coord < members; ++coord) {
-    if (options_.mirror && coord != topology_.coordinate(message.src, message.dim)) continue;
+    const Rank dst = topology_.peer(message.src, message.dim, coord);
+    if (!peers_->simulated(dst)) continue;
     const uint32_t token = new_message();
     Message& down = messages_[token];
     down.switch_down = true;
     down.dim = message.dim;
     down.src = kFromSwitch;
-    down.dst = topology_.peer(message.src, message.dim, coord);
+    down.dst = dst;
     down.bytes = message.down_bytes;
     down.instance = message.instance;
     down.chunk = message.chunk;
     down.phase = message.phase;
-    if (options_.mirror) {
-      mirror_switch_hop(token, /*up=*/false);
-      continue;
-    }
-    ++messages_sent_;
-    network_.send_switch(down.dst, down.dim, /*up=*/false, down.bytes, token);
+    switch_hop(token, dst, /*up=*/false);
   }
 }
 
@@ -704,14 +661,16 @@ void CollectiveEngine::on_delivered(uint64_t token) {
     return;
   }
   const MatchKey key{message.dst, message.src, message.instance, message.chunk, message.phase};
-  auto [entry, inserted] = matches_.try_emplace(key);
-  if (entry->second.posted > 0) {
-    const uint32_t stream_id = entry->second.stream;
-    if (--entry->second.posted == 0 && entry->second.arrived == 0) matches_.erase(entry);
-    on_received(stream_id);
+  const uint32_t slot = matches_.find_or_insert(key);
+  MatchEntry& entry = matches_.entry(slot);
+  if (entry.posted > 0) {
+    const uint32_t stream_id = entry.stream;
+    if (--entry.posted == 0 && entry.arrived == 0) matches_.erase(slot);
+    PhaseRun run = run_of(stream_id);
+    phase_of(streams_[stream_id]).algorithm->on_receive(run);
     return;
   }
-  ++entry->second.arrived;
+  ++entry.arrived;
 }
 
 void CollectiveEngine::handle_event(const Event& event) {
@@ -719,22 +678,25 @@ void CollectiveEngine::handle_event(const Event& event) {
   const auto stream_id = static_cast<uint32_t>(event.arg);
   switch (event.kind) {
     case kBundle:
-    case kReduced:
-      on_general(stream_id);
+    case kReduced: {
+      PhaseRun run = run_of(stream_id);
+      phase_of(streams_[stream_id]).algorithm->on_continue(run);
       return;
+    }
     case kBundleReduce: {
-      Stream& stream = streams_[stream_id];
-      const uint64_t bytes = stream.reductions.front();
-      stream.reductions.pop_front();
+      const uint64_t bytes = reductions_.front();
+      reductions_.pop_front();
       // Two reads and one write at local-mem-bw (bytes per ns), each truncated to whole ns.
       const auto per_access =
           static_cast<int64_t>(std::floor(static_cast<double>(bytes) / local_mem_bw_));
       (void)engine_.schedule_after(SimTime::from_ns(3 * per_access), id_, kReduced, stream_id);
       return;
     }
-    case kReceived:
-      on_received(stream_id);
+    case kReceived: {
+      PhaseRun run = run_of(stream_id);
+      phase_of(streams_[stream_id]).algorithm->on_receive(run);
       return;
+    }
     case kP2pRecvDone: {
       const Message message = messages_[event.arg];
       free_messages_.push_back(static_cast<uint32_t>(event.arg));
@@ -756,346 +718,33 @@ void CollectiveEngine::handle_event(const Event& event) {
   }
 }
 
-void CollectiveEngine::phase_init(uint32_t stream_id) {
-  Stream& stream = streams_[stream_id];
-  const Phase& phase = stream.phases[stream.phase_index];
-  const uint32_t n = stream.n;
-  const uint64_t x = phase.size;
-  switch (phase.op) {
-    case Op::kAllReduce:
-    case Op::kReduceScatter:
-    case Op::kAllGather:
-    case Op::kAllToAll:
-      break;
-    case Op::kBroadcast:
-    case Op::kReduce:
-      stream.machine = Machine::kChain;
-      stream.message = x;
-      if (phase.op == Op::kBroadcast ? stream.index == 0 : stream.index == n - 1) {
-        bundle(stream_id, false, 0);
-      } else {
-        stream.waiting = 1;
-        post_receive(stream_id, phase.op == Op::kBroadcast ? stream.index - 1 : stream.index + 1);
-      }
-      return;
-    case Op::kGather:
-    case Op::kScatter: {
-      stream.machine = Machine::kRooted;
-      stream.message = x;
-      const bool root = stream.index == 0;
-      const bool sender = (phase.op == Op::kGather) != root;
-      if (sender) {
-        bundle(stream_id, false, 0);
-      } else if (root) {
-        stream.waiting = n - 1;
-        for (uint32_t peer = 1; peer < n; ++peer) post_receive(stream_id, peer);
-      } else {
-        stream.waiting = 1;
-        post_receive(stream_id, 0);
-      }
-      return;
-    }
-    case Op::kBarrier:
-      stream.machine = Machine::kBarrier;
-      stream.message = 1;
-      stream.round = 0;
-      bundle(stream_id, false, 0);
-      return;
-  }
+// ---- what algorithms ask for
+// ---------------------------------------------------------------------
 
-  const AlgorithmKind kind = phase.algorithm.kind;
-  if (kind == AlgorithmKind::kInSwitch) {
-    stream.machine = Machine::kInSwitch;
-    stream.message = x;
-    stream.round = 0;
-    bundle(stream_id, false, 0);
-    return;
-  }
-  if (kind == AlgorithmKind::kHalvingDoubling) {
-    stream.machine = Machine::kHalvingDoubling;
-    const uint32_t steps = floor_log2(n);
-    stream.stream_count = phase.op == Op::kAllReduce ? 2ull * steps : steps;
-    stream.reduce_on_insert = false;
-    // `message` holds the exponent bias: the next packet carries x / 2^k (k may go negative).
-    stream.packet_sizes.clear();
-    if (phase.op == Op::kAllGather) {
-      stream.offset = n / 2;
-      stream.doubling = false;  // distances shrink, sizes grow
-      stream.message = x;
-    } else {
-      stream.offset = 1;
-      stream.doubling = true;  // distances grow, sizes shrink
-      stream.message = x / 2;
-    }
-    stream.round = 0;
-    insert_packet(stream_id);
-    return;
-  }
-  if (kind == AlgorithmKind::kDoubleBinaryTree) {
-    stream.machine = Machine::kTree;
-    stream.message = x;
-    // Chunks alternate between two trees: a heap-ordered tree over the members, and its mirror.
-    const bool mirrored = (stream.chunk % 2) == 1;
-    const uint32_t position = mirrored ? n - 1 - stream.index : stream.index;
-    uint32_t children = 0;
-    if (2 * position + 1 < n) ++children;
-    if (2 * position + 2 < n) ++children;
-    stream.round = 0;
-    if (children == 0) {
-      bundle(stream_id, false, 0);  // a leaf starts by sending up
-    } else {
-      for (uint32_t child = 1; child <= children; ++child) {
-        const uint32_t child_position = 2 * position + child;
-        post_receive(stream_id, mirrored ? n - 1 - child_position : child_position);
-      }
-    }
-    return;
-  }
-
-  // Ring and direct: one state machine with a window of `parallel` packets.
-  stream.machine = Machine::kRing;
-  stream.step = phase.anticlockwise ? -1 : 1;
-  const bool direct = kind == AlgorithmKind::kDirect;
-  stream.parallel = 1;
-  if (direct) {
-    stream.parallel = phase.algorithm.window == 0 ? n - 1 : std::min(phase.algorithm.window, n - 1);
-  }
-  stream.middle = n - 1;
-  switch (phase.op) {
-    case Op::kAllReduce:
-      stream.stream_count = 2ull * (n - 1);
-      break;
-    case Op::kAllToAll:
-      stream.stream_count = direct ? n - 1 : uint64_t{n} * (n - 1) / 2;
-      break;
-    default:
-      stream.stream_count = n - 1;
-      break;
-  }
-  stream.message = phase.op == Op::kAllGather ? x : x / n;
-  stream.send_to =
-      static_cast<uint32_t>((static_cast<int64_t>(stream.index) + stream.step + n) % n);
-  stream.recv_from =
-      static_cast<uint32_t>((static_cast<int64_t>(stream.index) - stream.step + n) % n);
-  for (uint32_t idx = 0; idx < stream.parallel; ++idx) insert_packet(stream_id);
+void PhaseRun::after_endpoint_delay(bool reduce, uint64_t bytes) {
+  engine_->bundle(stream_id_, reduce, bytes);
 }
 
-void CollectiveEngine::insert_packet(uint32_t stream_id) {
-  Stream& stream = streams_[stream_id];
-  const Phase& phase = stream.phases[stream.phase_index];
-  const uint32_t n = stream.n;
-  if (stream.machine == Machine::kHalvingDoubling) {
-    const uint32_t steps = floor_log2(n);
-    if (stream.zero == 0 && stream.nonzero == 0) {
-      stream.zero = 1;
-      stream.nonzero = steps - 1;
-      stream.toggle = !stream.toggle;
-    }
-    bool reduce = false;
-    if (stream.zero > 0) {
-      --stream.zero;
-    } else {
-      --stream.nonzero;
-      reduce = phase.op == Op::kReduceScatter || (phase.op == Op::kAllReduce && stream.toggle);
-    }
-    // The partner at distance `offset`: upwards when this member's block index is even.
-    const uint32_t offset = stream.offset;
-    uint32_t peer = stream.index;
-    if (offset != 0) {
-      const bool up = ((stream.index / offset) % 2) == 0;
-      peer = up ? (stream.index + offset) % n : (stream.index + n - offset) % n;
-    }
-    stream.packets.emplace_back(peer, peer);
-    stream.packet_sizes.push_back(stream.message);
-    bundle(stream_id, reduce, stream.message);
-    // Advance: distances double and sizes halve (or the reverse). An all-reduce turns round at
-    // the far end and repeats its last step, as ASTRA-sim's implementation does.
-    if (stream.doubling) {
-      stream.offset *= 2;
-      stream.message /= 2;
-      if (stream.offset == n && phase.op == Op::kAllReduce) {
-        stream.doubling = false;
-        stream.offset /= 2;
-        stream.message *= 2;
-      }
-    } else {
-      stream.offset /= 2;
-      stream.message *= 2;
-    }
-    return;
-  }
-
-  // Ring / direct.
-  if (stream.zero == 0 && stream.nonzero == 0) {
-    stream.zero = stream.parallel;
-    stream.nonzero = stream.parallel == 1 ? n - 1 : stream.parallel;
-    stream.toggle = !stream.toggle;
-  }
-  bool reduce = false;
-  if (stream.zero > 0) {
-    --stream.zero;
-  } else {
-    --stream.nonzero;
-    reduce = phase.op == Op::kReduceScatter || (phase.op == Op::kAllReduce && stream.toggle);
-  }
-  stream.packets.emplace_back(stream.recv_from, stream.send_to);
-  bundle(stream_id, reduce, stream.message);
-  if (stream.parallel > 1 || phase.algorithm.kind == AlgorithmKind::kDirect) {
-    // Direct: each packet goes one member further round, skipping this rank.
-    auto advance = [&](uint32_t value, int32_t step) {
-      uint32_t next = static_cast<uint32_t>((static_cast<int64_t>(value) + step + n) % n);
-      if (next == stream.index)
-        next = static_cast<uint32_t>((static_cast<int64_t>(next) + step + n) % n);
-      return next;
-    };
-    stream.send_to = advance(stream.send_to, stream.step);
-    stream.recv_from = advance(stream.recv_from, -stream.step);
-  }
+void PhaseRun::send(uint32_t to, uint64_t bytes) {
+  engine_->send_message(stream_id_, to, to, bytes, MirrorPattern::kNone);
 }
 
-bool CollectiveEngine::send_packet(uint32_t stream_id) {
-  Stream& stream = streams_[stream_id];
-  if (stream.packets.empty() || stream.stream_count == 0 || stream.free == 0) return false;
-  const auto [from, to] = stream.packets.front();
-  stream.packets.pop_front();
-  uint64_t bytes = stream.message;
-  if (stream.machine == Machine::kHalvingDoubling) {
-    bytes = stream.packet_sizes.front();
-    stream.packet_sizes.pop_front();
-  } else {
-    bytes = stream.message;
-  }
-  if (options_.mirror) {
-    mirror_send(stream_id, from, to, bytes);
-  } else {
-    send_message(stream_id, to, bytes);
-  }
-  post_receive(stream_id, from);
-  --stream.stream_count;
-  --stream.free;
-  return true;
+void PhaseRun::expect(uint32_t from) { engine_->post_receive(stream_id_, from); }
+
+void PhaseRun::exchange(uint32_t to, uint32_t from, uint64_t bytes, MirrorPattern pattern) {
+  engine_->send_message(stream_id_, to, from, bytes, pattern);
+  engine_->post_receive(stream_id_, from);
 }
 
-void CollectiveEngine::on_general(uint32_t stream_id) {
-  Stream& stream = streams_[stream_id];
-  const Phase& phase = stream.phases[stream.phase_index];
-  const uint32_t n = stream.n;
-  switch (stream.machine) {
-    case Machine::kRing: {
-      ++stream.free;
-      const bool direct = phase.algorithm.kind == AlgorithmKind::kDirect;
-      if (direct && phase.op == Op::kAllReduce && stream.stream_count <= stream.middle) {
-        // The second half of a direct all-reduce waits for every message of the first.
-        if (stream.received < stream.middle) return;
-        for (uint32_t idx = 0; idx < stream.parallel; ++idx) send_packet(stream_id);
-      } else {
-        send_packet(stream_id);
-      }
-      if (stream.stream_count == 0 && stream.free == stream.parallel) finish_phase(stream_id);
-      return;
-    }
-    case Machine::kHalvingDoubling:
-      ++stream.free;
-      send_packet(stream_id);
-      if (stream.stream_count == 0 && stream.free == 1) finish_phase(stream_id);
-      return;
-    case Machine::kChain: {
-      const bool broadcast = phase.op == Op::kBroadcast;
-      if (broadcast && stream.index + 1 < n)
-        send_message(stream_id, stream.index + 1, stream.message);
-      if (!broadcast && stream.index > 0) send_message(stream_id, stream.index - 1, stream.message);
-      finish_phase(stream_id);
-      return;
-    }
-    case Machine::kRooted: {
-      const bool root = stream.index == 0;
-      if (phase.op == Op::kScatter && root) {
-        for (uint32_t peer = 1; peer < n; ++peer) send_message(stream_id, peer, stream.message);
-        finish_phase(stream_id);
-      } else if (phase.op == Op::kGather && !root) {
-        send_message(stream_id, 0, stream.message);
-        finish_phase(stream_id);
-      } else if (--stream.waiting == 0) {
-        finish_phase(stream_id);
-      }
-      return;
-    }
-    case Machine::kInSwitch:
-      if (stream.round == 0) {
-        send_up(stream_id);
-        post_receive_from(stream_id, kFromSwitch);
-        stream.round = 1;
-      } else {
-        finish_phase(stream_id);
-      }
-      return;
-    case Machine::kBarrier: {
-      const uint32_t rounds = ceil_log2(n);
-      if (stream.round == rounds) {
-        finish_phase(stream_id);
-        return;
-      }
-      const uint32_t distance = 1u << stream.round;
-      send_message(stream_id, (stream.index + distance) % n, 1);
-      post_receive(stream_id, (stream.index + n - distance % n) % n);
-      ++stream.round;
-      return;
-    }
-    case Machine::kTree: {
-      const bool mirrored = (stream.chunk % 2) == 1;
-      const uint32_t position = mirrored ? n - 1 - stream.index : stream.index;
-      auto actual = [&](uint32_t pos) { return mirrored ? n - 1 - pos : pos; };
-      uint32_t children = 0;
-      if (2 * position + 1 < n) ++children;
-      if (2 * position + 2 < n) ++children;
-      if (stream.round == 0) {
-        // Gathering: one continuation per child's message (or, for a leaf, the start). Count the
-        // continuations, not the receives, so no bundle of this phase is still pending at its end.
-        if (children > 0 && ++stream.received < children) return;
-        if (position == 0) {
-          for (uint32_t child = 1; child <= children; ++child) {
-            send_message(stream_id, actual(2 * position + child), stream.message);
-          }
-          finish_phase(stream_id);
-          return;
-        }
-        send_message(stream_id, actual((position - 1) / 2), stream.message);
-        post_receive(stream_id, actual((position - 1) / 2));
-        stream.round = 1;
-        return;
-      }
-      // The parent's reply came back: pass it down and finish.
-      for (uint32_t child = 1; child <= children; ++child) {
-        send_message(stream_id, actual(2 * position + child), stream.message);
-      }
-      finish_phase(stream_id);
-      return;
-    }
-  }
+void PhaseRun::send_to_switch(uint64_t up_bytes, uint64_t down_bytes) {
+  engine_->send_up(stream_id_, up_bytes, down_bytes);
 }
 
-void CollectiveEngine::on_received(uint32_t stream_id) {
-  Stream& stream = streams_[stream_id];
-  const Phase& phase = stream.phases[stream.phase_index];
-  switch (stream.machine) {
-    case Machine::kRing:
-    case Machine::kHalvingDoubling:
-      ++stream.received;
-      insert_packet(stream_id);
-      return;
-    case Machine::kChain:
-      bundle(stream_id, phase.op == Op::kReduce, stream.message);
-      return;
-    case Machine::kRooted:
-    case Machine::kBarrier:
-    case Machine::kInSwitch:
-      bundle(stream_id, false, 0);
-      return;
-    case Machine::kTree:
-      bundle(stream_id, true, stream.message);
-      return;
-  }
+void PhaseRun::expect_from_switch() {
+  engine_->post_receive_from(stream_id_, CollectiveEngine::kFromSwitch);
 }
+
+void PhaseRun::finish() { engine_->finish_phase(stream_id_); }
 
 // ---- point to point
 // ------------------------------------------------------------------------------
@@ -1167,7 +816,7 @@ void CollectiveEngine::collective_finished(uint32_t owner) {
   ++instance.finished;
   CollectiveRecord& record = records_[instance.record];
   record.last_finish = std::max(record.last_finish, engine_.now());
-  if (options_.mirror || instance.finished == groups_[instance.group].ranks.size()) {
+  if (instance.finished == groups_[instance.group].simulated) {
     instance_index_.erase((uint64_t{instance.group} << 40) | instance.sequence);
   }
   free_rank_collectives_.push_back(owner);

@@ -4,9 +4,12 @@
 // A collective issued by a rank is cut into chunks (preferred-dataset-splits); each chunk is a
 // stream that runs one phase per network dimension it uses (hierarchical execution), waiting in a
 // per-dimension queue that runs at most active-chunks-per-dimension streams at once, ordered by the
-// scheduling policy. A phase runs an algorithm (ring, direct, halving-doubling, double binary tree)
-// as a state machine that sends messages through the NetworkBackend and reacts to receives; every
+// scheduling policy. A phase runs a CollectiveAlgorithm (collective_algorithm.h; ring, direct,
+// halving-doubling, double binary tree, in-switch, ... one per file in system/algorithms/), a
+// state machine that tells the engine what to send to whom and what a receive does; every
 // received message costs the endpoint delay, and a reducing receive also 3 x bytes / local-mem-bw.
+// Messages go where the PeerModel (peer_model.h) says: through the NetworkBackend to their
+// destination when every rank is simulated, or mirrored when one rank stands for all.
 // Ranks never share state: a message is matched at its destination by (collective, chunk, phase,
 // source) whatever the arrival order, and collectives are matched across the ranks of a group by
 // their issue order in that group.
@@ -40,7 +43,10 @@
 #include "core/time.h"
 #include "network/network_backend.h"
 #include "system/collective.h"
+#include "system/collective_algorithm.h"
+#include "system/match_table.h"
 #include "system/mirror_traffic.h"
+#include "system/peer_model.h"
 #include "system/system_config.h"
 #include "system/system_layer.h"
 
@@ -73,6 +79,9 @@ struct EngineOptions {
   // stands for the arrival of what it receives.
   bool mirror_through_network = false;
   net::TimeRounding rounding = net::TimeRounding::kAstraSim;  // for mirror-mode delays
+  // Who is simulated, when neither of the above: a model of the caller's (peer_model.h). Set, it
+  // replaces `mirror` and `mirror_through_network`.
+  std::shared_ptr<PeerModel> peers;
 };
 
 // The system layer of ASTRA-sim's model (system_layer.h).
@@ -119,10 +128,16 @@ class CollectiveEngine final : public SystemLayer,
   const std::vector<CollectiveRecord>& records() const { return records_; }
 
   uint64_t messages_sent() const { return messages_sent_; }
-  // Mirror mode: the traffic of every rank, recorded from the representative's messages.
-  const MirrorTraffic& mirror_traffic() const { return mirror_traffic_; }
+  // Mirror mode: the traffic of every rank, recorded from the representative's messages (empty
+  // when every rank is simulated).
+  const MirrorTraffic& mirror_traffic() const {
+    const MirrorTraffic* traffic = peers_->traffic();
+    return traffic != nullptr ? *traffic : no_traffic_;
+  }
 
  private:
+  friend class PhaseRun;
+
   // Events the engine schedules for itself; `arg` is a stream id unless noted.
   enum EventKind : uint16_t {
     kBundle = 1,         // endpoint delay over, no reduction: the algorithm continues
@@ -132,27 +147,7 @@ class CollectiveEngine final : public SystemLayer,
     kP2pRecvDone = 5,    // a point-to-point receive posted after its message arrived (arg: message)
     kDoneNow = 6,        // a collective with nothing to do (arg: RankCollective)
     kCustomWork = 7,     // a custom collective's compute node finished (arg: run << 32 | node)
-    kMirrorArrival = 8,  // mirror mode: a message reaches the representative (arg: message)
-  };
-  enum class Op : uint8_t {
-    kAllReduce,
-    kReduceScatter,
-    kAllGather,
-    kAllToAll,
-    kBroadcast,
-    kReduce,
-    kGather,
-    kScatter,
-    kBarrier
-  };
-  enum class Machine : uint8_t {
-    kRing,
-    kHalvingDoubling,
-    kTree,
-    kChain,
-    kRooted,
-    kBarrier,
-    kInSwitch
+    kMirrorArrival = 8,  // a message on the peer model's timer arrives (arg: message)
   };
 
   struct Group {
@@ -160,16 +155,19 @@ class CollectiveEngine final : public SystemLayer,
     std::vector<Rank> ranks;
     std::unordered_map<Rank, uint32_t> position;  // empty for group 0 (position = rank)
     uint32_t aligned_dims = 0;     // dimensions the group spans exactly; 0 when not aligned
+    uint32_t simulated = 0;        // members the peer model runs
     std::vector<uint64_t> issued;  // per position: collectives issued so far
   };
 
-  // One phase of a stream: an algorithm over the members of one dimension (or of the whole group).
+  // One phase of a collective: an algorithm over the members of one dimension (or of the whole
+  // group). The same for every rank and chunk of the collective.
   struct Phase {
-    Op op = Op::kAllReduce;
-    Algorithm algorithm;
-    uint32_t dim = 0;   // network dimension, or kFlat
-    uint64_t size = 0;  // input bytes of the phase
+    PhaseOp op = PhaseOp::kAllReduce;
     bool anticlockwise = false;
+    uint32_t dim = 0;     // network dimension, or kFlat
+    uint32_t window = 0;  // the configured window (directN)
+    uint64_t size = 0;    // input bytes of the phase
+    const CollectiveAlgorithm* algorithm = nullptr;
   };
 
   struct Instance {
@@ -183,6 +181,10 @@ class CollectiveEngine final : public SystemLayer,
     Rank first_rank = 0;
     uint64_t first_node = 0;
     uint32_t record = 0;
+    // Chunks and phases, planned once by the first rank to issue it.
+    uint64_t chunks = 0;
+    uint32_t first_phase = 0;  // into phases_
+    uint32_t phase_count = 0;
   };
 
   // A collective at one rank: its chunks' streams count down to completion.
@@ -194,54 +196,20 @@ class CollectiveEngine final : public SystemLayer,
     uint64_t node_id = 0;
   };
 
+  // One chunk of a collective at one rank, running its phases one after the other. Trivially
+  // copyable: the running algorithm's state lives in `run.state`.
   struct Stream {
     Rank rank = 0;
     uint32_t owner = 0;  // RankCollective index
     uint32_t instance = 0;
-    uint32_t chunk = 0;
+    uint32_t position = 0;  // the rank's position in the group
     int64_t priority = 0;
     uint32_t queue = 0;
     bool running = false;
     uint8_t phase_index = 0;
-    std::vector<Phase> phases;
-    // --- the running phase's state machine ---
-    Machine machine = Machine::kRing;
-    uint32_t n = 0;         // members
-    uint32_t index = 0;     // this rank's position among them
-    uint32_t parallel = 1;  // messages in flight (direct window)
-    uint32_t free = 0;
-    uint32_t zero = 0;
-    uint32_t nonzero = 0;
-    bool toggle = false;
-    uint32_t received = 0;
-    uint32_t middle = 0;        // direct all-reduce: receives before the second half
-    uint64_t stream_count = 0;  // sends left
-    uint64_t message = 0;       // bytes per message (ring/direct), current size (halving-doubling)
-    int32_t step = 1;           // ring direction (+1/-1)
-    uint32_t send_to = 0;       // member index the next inserted packet goes to
-    uint32_t recv_from = 0;     // member index it comes from
-    uint32_t offset = 0;        // halving-doubling distance
-    bool doubling = false;      // halving-doubling: distances grow (all-reduce after the turn, AG)
-    bool reduce_on_insert = false;
-    std::deque<std::pair<uint32_t, uint32_t>> packets;  // (from, to) member indices, unsent
-    std::deque<uint64_t> packet_sizes;                  // halving-doubling: bytes per packet
-    std::deque<uint64_t> reductions;                    // bytes of pending reducing bundles
-    // tree / chain / rooted / barrier state
-    uint32_t waiting = 0;
-    uint32_t round = 0;
+    AlgorithmStream run;
   };
 
-  struct MatchKey {
-    Rank dst;
-    Rank src;
-    uint32_t instance;
-    uint32_t chunk;
-    uint32_t phase;
-    bool operator==(const MatchKey&) const = default;
-  };
-  struct MatchKeyHash {
-    size_t operator()(const MatchKey& key) const;
-  };
   // Messages of one in-network collective step gathering at one switch.
   struct SwitchKey {
     uint32_t instance;
@@ -255,12 +223,6 @@ class CollectiveEngine final : public SystemLayer,
   };
   // The source of a message sent down by a switch, in MatchKey.src.
   static constexpr Rank kFromSwitch = UINT32_MAX;
-
-  struct MatchEntry {
-    uint32_t arrived = 0;
-    uint32_t posted = 0;
-    uint32_t stream = 0;
-  };
 
   // Point-to-point messages match within a scope: the workload's, or one custom collective's.
   static constexpr uint32_t kWorkloadScope = UINT32_MAX;
@@ -323,7 +285,7 @@ class CollectiveEngine final : public SystemLayer,
     uint64_t remaining = 0;
   };
 
-  static constexpr uint32_t kFlat = UINT32_MAX;
+  static constexpr uint32_t kFlat = kFlatPhase;
 
   CollectiveEngine(EventEngine& engine, net::NetworkBackend& network, const SystemConfig& config,
                    EngineOptions options, SystemListener& listener);
@@ -337,31 +299,31 @@ class CollectiveEngine final : public SystemLayer,
   void fill(uint32_t queue);
   void start_phase(uint32_t stream);
   void finish_phase(uint32_t stream);
+  const Phase& phase_of(const Stream& stream) const {
+    return phases_[instances_[stream.instance].first_phase + stream.phase_index];
+  }
+  PhaseRun run_of(uint32_t stream_id) {
+    return PhaseRun(*this, stream_id, streams_[stream_id].run);
+  }
 
-  // The state machines.
-  void phase_init(uint32_t stream);
-  void on_general(uint32_t stream);
-  void on_received(uint32_t stream);
-  void insert_packet(uint32_t stream);
-  bool send_packet(uint32_t stream);
+  // What algorithms ask for (through PhaseRun).
   void bundle(uint32_t stream, bool reduce, uint64_t bytes);
   Rank member(const Stream& stream, uint32_t index) const;
-  void send_message(uint32_t stream, uint32_t to_index, uint64_t bytes);
+  void send_message(uint32_t stream, uint32_t to_index, uint32_t mirror_from_index, uint64_t bytes,
+                    MirrorPattern pattern);
   // A fresh Message slot; its index is the network token.
   uint32_t new_message() { return take_slot(messages_, free_messages_); }
   void post_receive(uint32_t stream, uint32_t from_index);
   void post_receive_from(uint32_t stream, Rank source);
-  // Mirror mode: the representative sends to member `to`; the message member `from` sends it at the
-  // same moment arrives after the same delay.
-  void mirror_send(uint32_t stream, uint32_t from, uint32_t to, uint64_t bytes);
-  // Mirror mode: one in-network hop up or down; `message` is delivered at its end.
-  void mirror_switch_hop(uint32_t token, bool up);
   // In-network collectives: a member sends its data up; the switch answers every member once
   // all have arrived.
-  void send_up(uint32_t stream);
+  void send_up(uint32_t stream, uint64_t up_bytes, uint64_t down_bytes);
   void on_switch_arrival(const Message& message);
+  // Sends the switch hop in messages_[token] as the peer model says.
+  void switch_hop(uint32_t token, Rank rank, bool up);
 
-  std::vector<Phase> plan_phases(const Instance& instance, uint64_t chunk_bytes) const;
+  // The phases of `instance` for chunks of `chunk_bytes`, appended to phases_.
+  void plan_phases(Instance& instance, uint64_t chunk_bytes);
 
   // Custom collectives (collective_engine_custom.cpp).
   const std::vector<std::string>& custom_prefixes(CollectiveType type) const;
@@ -374,7 +336,7 @@ class CollectiveEngine final : public SystemLayer,
                 uint64_t node_id, uint32_t run);
   void p2p_completed(Rank rank, uint32_t run, uint64_t cookie, bool send);
   void collective_finished(uint32_t owner);
-  const std::vector<Algorithm>& implementations(Op op) const;
+  const std::vector<Algorithm>& implementations(PhaseOp op) const;
   void fail(Error error);
 
   EventEngine& engine_;
@@ -389,17 +351,21 @@ class CollectiveEngine final : public SystemLayer,
 
   std::vector<Group> groups_;
   std::vector<Instance> instances_;
+  std::vector<Phase> phases_;  // every instance's phases, in instance order
   std::unordered_map<uint64_t, uint32_t> instance_index_;  // (group, sequence) -> instance
   std::vector<RankCollective> rank_collectives_;
   std::vector<uint32_t> free_rank_collectives_;
   std::vector<Stream> streams_;
   std::vector<uint32_t> free_streams_;
-  // Per (rank, queue): stream ids in order, and how many run. Queue q of rank r is
-  // r * queues_per_rank_ + q; the last queue of a rank serves flat phases.
+  // Bytes of the reductions whose endpoint delay is running, in the order they were asked for:
+  // every endpoint delay has the same length, so they end in that order too.
+  std::deque<uint64_t> reductions_;
+  // Per (simulated rank, queue): stream ids in order, and how many run. Queue q of the rank in
+  // peer slot s is s * queues_per_rank_ + q; the last queue of a rank serves flat phases.
   uint32_t queues_per_rank_ = 0;
   std::vector<std::vector<uint32_t>> queues_;
   std::vector<uint32_t> running_;
-  std::unordered_map<MatchKey, MatchEntry, MatchKeyHash> matches_;
+  MatchTable matches_;
   std::unordered_map<SwitchKey, uint32_t, SwitchKeyHash> switch_arrivals_;
   std::unordered_map<P2pKey, P2pEntry, P2pKeyHash> p2p_;
   std::vector<Message> messages_;
@@ -411,7 +377,8 @@ class CollectiveEngine final : public SystemLayer,
   std::optional<Error> failure_;
   uint64_t messages_sent_ = 0;
   EngineOptions options_;
-  MirrorTraffic mirror_traffic_;
+  std::shared_ptr<PeerModel> peers_;
+  MirrorTraffic no_traffic_;
 };
 
 }  // namespace orrery::sys

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <unordered_map>
 
 #include "core/units.h"
 #include "system/collective.h"
@@ -16,7 +17,8 @@ using chakra::TraceGraph;
 
 enum EventKind : uint16_t { kWorkDone = 1 };
 
-constexpr uint8_t kNoActivity = 0xff;
+constexpr uint8_t kNoActivity = 7;
+constexpr uint8_t kSlotUnknown = 7;
 constexpr uint8_t kPending = 0;
 constexpr uint8_t kInFlight = 1;
 constexpr uint8_t kDone = 2;
@@ -58,6 +60,19 @@ std::string_view activity_name(Activity activity) {
   return "unknown";
 }
 
+WorkloadExecutor::Keys::Keys(const TraceGraph& graph)
+    : is_cpu_op(graph.key("is_cpu_op")),
+      num_ops(graph.key("num_ops")),
+      tensor_size(graph.key("tensor_size")),
+      comm_type(graph.key("comm_type")),
+      comm_size(graph.key("comm_size")),
+      pg_name(graph.key("pg_name")),
+      involved_dim(graph.key("involved_dim")),
+      comm_priority(graph.key("comm_priority")),
+      comm_dst(graph.key("comm_dst")),
+      comm_src(graph.key("comm_src")),
+      comm_tag(graph.key("comm_tag")) {}
+
 WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceGraph*> graphs,
                                    std::map<std::string, uint32_t> groups, ExecutorOptions options)
     : engine_(engine),
@@ -66,15 +81,25 @@ WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceG
       remote_memory_(options_.memory, static_cast<uint32_t>(graphs.size())) {
   id_ = engine_.register_handler(*this);
   ranks_.resize(graphs.size());
+  // Ranks whose graphs share their structure (the same graph, or graphs derived from one another:
+  // chakra/trace_set_loader.h) share dependency edges and resolved attribute names.
+  std::unordered_map<const void*,
+                     std::pair<std::shared_ptr<const chakra::DependencyGraph>, const Keys*>>
+      shared;
   for (Rank rank = 0; rank < graphs.size(); ++rank) {
     RankState& state = ranks_[rank];
     state.graph = graphs[rank];
-    state.deps = std::make_unique<chakra::DependencyGraph>(
-        chakra::DependencyGraph::build(*state.graph, options_.dependencies));
+    auto [entry, inserted] = shared.try_emplace(state.graph->structure());
+    if (inserted) {
+      entry->second.first = std::make_shared<const chakra::DependencyGraph>(
+          chakra::DependencyGraph::build(*state.graph, options_.dependencies));
+      keys_.push_back(std::make_unique<Keys>(*state.graph));
+      entry->second.second = keys_.back().get();
+    }
+    state.deps = entry->second.first;
+    state.keys = entry->second.second;
     state.tracker = std::make_unique<chakra::DependencyTracker>(*state.graph, *state.deps);
-    state.issued.assign(state.graph->size(), kPending);
-    state.activity.assign(state.graph->size(), kNoActivity);
-    state.started.assign(state.graph->size(), SimTime::zero());
+    state.flags.assign(state.graph->size(), NodeFlags{kPending, kSlotUnknown, kNoActivity});
     state.result.rank = rank;
     state.result.nodes = state.graph->size();
   }
@@ -121,8 +146,8 @@ void WorkloadExecutor::account(RankState& state) {
 void WorkloadExecutor::begin(RankState& state, NodeIndex node, Activity activity) {
   account(state);
   ++state.active[static_cast<size_t>(activity)];
-  state.activity[node] = static_cast<uint8_t>(activity);
-  state.started[node] = engine_.now();
+  state.flags[node].activity = static_cast<uint8_t>(activity) & 7u;
+  state.started.emplace_back(node, engine_.now());
   if (!observers_.empty()) {
     const ActivityRecord record{state.result.rank, node, activity, engine_.now(), engine_.now()};
     for (RunObserver* observer : observers_) observer->on_activity_start(record, *state.graph);
@@ -131,26 +156,39 @@ void WorkloadExecutor::begin(RankState& state, NodeIndex node, Activity activity
 
 void WorkloadExecutor::end(Rank rank, NodeIndex node) {
   RankState& state = ranks_[rank];
-  if (state.activity[node] == kNoActivity) return;
-  const auto activity = static_cast<Activity>(state.activity[node]);
+  if (state.flags[node].activity == kNoActivity) return;
+  const auto activity = static_cast<Activity>(state.flags[node].activity);
   account(state);
   --state.active[static_cast<size_t>(activity)];
-  state.activity[node] = kNoActivity;
+  state.flags[node].activity = kNoActivity;
+  auto found = std::find_if(state.started.begin(), state.started.end(),
+                            [node](const auto& entry) { return entry.first == node; });
+  assert(found != state.started.end());
+  const SimTime started = found->second;
+  *found = state.started.back();
+  state.started.pop_back();
   if (!observers_.empty()) {
-    const ActivityRecord record{rank, node, activity, state.started[node], engine_.now()};
+    const ActivityRecord record{rank, node, activity, started, engine_.now()};
     for (RunObserver* observer : observers_) observer->on_activity(record, *state.graph);
   }
 }
 
-WorkloadExecutor::Slot WorkloadExecutor::slot_of(const RankState& state, NodeIndex node) const {
+WorkloadExecutor::Slot WorkloadExecutor::slot_of(RankState& state, NodeIndex node) const {
+  NodeFlags& flags = state.flags[node];
+  if (flags.slot == kSlotUnknown) flags.slot = static_cast<uint8_t>(compute_slot(state, node)) & 7u;
+  return static_cast<Slot>(flags.slot);
+}
+
+WorkloadExecutor::Slot WorkloadExecutor::compute_slot(const RankState& state,
+                                                      NodeIndex node) const {
   const TraceGraph& graph = *state.graph;
-  Expected<bool> cpu_flag = graph.get_bool_or(node, "is_cpu_op", false);
+  Expected<bool> cpu_flag = graph.get_bool_or(node, state.keys->is_cpu_op, false);
   const bool cpu = cpu_flag && *cpu_flag;
   switch (graph.type(node)) {
     case ChakraProtoMsg::COMP_NODE: {
       // ASTRA-sim skips compute with neither a recorded time nor FLOPs: it takes no slot and no
       // time.
-      Expected<std::optional<uint64_t>> flops = graph.get_uint(node, "num_ops");
+      Expected<std::optional<uint64_t>> flops = graph.get_uint(node, state.keys->num_ops);
       const bool no_flops = !flops || !flops->has_value() || **flops == 0;
       if (graph.duration_micros(node) == 0 && no_flops) return Slot::kNone;
       return cpu ? Slot::kCpu : Slot::kCompute;
@@ -174,9 +212,9 @@ Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state
                                                           bool cpu) const {
   const TraceGraph& graph = *state.graph;
   if (cpu || options_.replay_only || !options_.roofline) return replay_time(graph, node);
-  Expected<std::optional<uint64_t>> flops = graph.get_uint(node, "num_ops");
+  Expected<std::optional<uint64_t>> flops = graph.get_uint(node, state.keys->num_ops);
   if (!flops) return flops.error();
-  Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "tensor_size");
+  Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, state.keys->tensor_size);
   if (!bytes) return bytes.error();
   if (!flops->has_value() || **flops == 0) return replay_time(graph, node);
   return roofline_time(**flops, bytes->value_or(0), options_.peak_perf_tflops,
@@ -187,7 +225,10 @@ Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state
 // Work that takes no time completes on the spot and may ready more nodes, hence the loop.
 void WorkloadExecutor::pump(Rank rank) {
   RankState& state = ranks_[rank];
+  // One scratch list for every pump: a pump never runs inside another (issuing schedules events
+  // and completes only work that takes no time, which loops here rather than recursing).
   std::vector<std::pair<uint64_t, NodeIndex>> candidates;
+  candidates.swap(candidates_);
   while (!failure_) {
     candidates.clear();
     while (state.tracker->has_ready()) {
@@ -200,7 +241,7 @@ void WorkloadExecutor::pump(Rank rank) {
         state.waiting[slot].pop();
       }
     }
-    if (candidates.empty()) return;
+    if (candidates.empty()) break;
     std::sort(candidates.begin(), candidates.end());
     for (const auto& [id, node] : candidates) {
       const Slot slot = slot_of(state, node);
@@ -212,18 +253,20 @@ void WorkloadExecutor::pump(Rank rank) {
         }
         state.busy[index] = true;
       }
-      if (!issue(rank, node, slot)) return;
+      if (!issue(rank, node, slot)) break;
     }
     // Every slot with waiting nodes is busy now; only work that completed on the spot can have
     // readied more nodes.
-    if (!state.tracker->has_ready()) return;
+    if (failure_ || !state.tracker->has_ready()) break;
   }
+  candidates.clear();
+  candidates.swap(candidates_);
 }
 
 bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
   RankState& state = ranks_[rank];
   const TraceGraph& graph = *state.graph;
-  state.issued[node] = kInFlight;
+  state.flags[node].issued = kInFlight;
   const uint64_t cookie = node;
   auto where = [&] {
     return fmt::format("{} rank {} node {}", graph.source(), rank, graph.id(node));
@@ -235,7 +278,8 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
   const int32_t type = graph.type(node);
   const bool cpu = slot == Slot::kCpu;
   if (type == ChakraProtoMsg::COMP_NODE ||
-      (type == ChakraProtoMsg::COMM_COLL_NODE && cpu && !graph.find_attribute(node, "comm_type"))) {
+      (type == ChakraProtoMsg::COMM_COLL_NODE && cpu &&
+       !graph.find_attribute(node, state.keys->comm_type.id))) {
     if (slot == Slot::kNone) {  // no recorded time and no FLOPs: nothing to run
       complete(rank, node);
       return !failure_;
@@ -266,8 +310,9 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
   }
   switch (type) {
     case ChakraProtoMsg::COMM_COLL_NODE: {
-      Expected<std::optional<int64_t>> comm_type = graph.get_int(node, "comm_type");
-      Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "comm_size");
+      const Keys& keys = *state.keys;
+      Expected<std::optional<int64_t>> comm_type = graph.get_int(node, keys.comm_type);
+      Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, keys.comm_size);
       if (!comm_type || !bytes) {
         fail((!comm_type ? comm_type.error() : bytes.error()).with_context(where()));
         return false;
@@ -279,30 +324,19 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
                          where()));
         return false;
       }
-      Expected<std::optional<std::string_view>> pg = graph.get_string(node, "pg_name");
-      if (!pg) {
-        fail(pg.error().with_context(where()));
-        return false;
-      }
-      const std::string pg_name(pg->value_or(""));
-      auto group = groups_.find(pg_name);
-      if (group == groups_.end()) {
-        std::vector<std::string> known;
-        for (const auto& [name, id] : groups_) known.push_back(name.empty() ? "\"\"" : name);
-        fail(
-            Error::make(ErrorKind::kTrace,
-                        "{}: pg_name '{}' names no communicator group (known: {}); give the groups "
-                        "with --comm-group-configuration",
-                        where(), pg_name, fmt::join(known, ", ")));
+      Expected<uint32_t> group = group_of(state, node);
+      if (!group) {
+        fail(group.error());
         return false;
       }
       sys::CollectiveRequest request;
       request.type = *collective;
       request.bytes = scaled_bytes(bytes->value_or(0));
-      request.group = group->second;
+      request.group = *group;
       request.cookie = cookie;
       request.node_id = graph.id(node);
-      Expected<std::optional<std::vector<bool>>> dims = graph.get_bool_list(node, "involved_dim");
+      Expected<std::optional<std::vector<bool>>> dims =
+          graph.get_bool_list(node, keys.involved_dim);
       if (dims && dims->has_value()) {
         uint32_t mask = 0;
         for (size_t dim = 0; dim < (*dims)->size() && dim < 32; ++dim) {
@@ -312,7 +346,7 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
         for (size_t dim = (*dims)->size(); dim < 32; ++dim) mask |= 1u << dim;
         request.involved_dims = mask;
       }
-      Expected<int64_t> priority = graph.get_int_or(node, "comm_priority", 0);
+      Expected<int64_t> priority = graph.get_int_or(node, keys.comm_priority, 0);
       request.priority = priority ? *priority : 0;
       begin(state, node, Activity::kCollective);
       ++state.result.collectives;
@@ -325,9 +359,11 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
     case ChakraProtoMsg::COMM_SEND_NODE:
     case ChakraProtoMsg::COMM_RECV_NODE: {
       const bool send = type == ChakraProtoMsg::COMM_SEND_NODE;
-      Expected<std::optional<uint64_t>> peer = graph.get_uint(node, send ? "comm_dst" : "comm_src");
-      Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "comm_size");
-      Expected<int64_t> tag = graph.get_int_or(node, "comm_tag", 0);
+      const Keys& keys = *state.keys;
+      Expected<std::optional<uint64_t>> peer =
+          graph.get_uint(node, send ? keys.comm_dst : keys.comm_src);
+      Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, keys.comm_size);
+      Expected<int64_t> tag = graph.get_int_or(node, keys.comm_tag, 0);
       if (!peer || !bytes || !tag) {
         fail((!peer ? peer.error() : !bytes ? bytes.error() : tag.error()).with_context(where()));
         return false;
@@ -360,7 +396,7 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
         finish_after(time);
         return true;
       }
-      Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, "tensor_size");
+      Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, state.keys->tensor_size);
       if (!bytes) {
         fail(bytes.error().with_context(where()));
         return false;
@@ -383,6 +419,38 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
   }
 }
 
+Expected<uint32_t> WorkloadExecutor::group_of(RankState& state, NodeIndex node) {
+  const TraceGraph& graph = *state.graph;
+  auto where = [&] {
+    return fmt::format("{} rank {} node {}", graph.source(), state.result.rank, graph.id(node));
+  };
+  const chakra::Attribute* attribute = graph.find_attribute(node, state.keys->pg_name.id);
+  const bool is_string =
+      attribute != nullptr && (attribute->value_case == chakra::ValueCase::kStringVal ||
+                               attribute->value_case == chakra::ValueCase::kBytesVal);
+  // Resolved names are cached by their string id in this rank's graph.
+  const chakra::StringId id = is_string ? attribute->str : chakra::kNoString;
+  if (attribute == nullptr || is_string) {
+    for (const auto& [cached, group] : state.group_cache) {
+      if (cached == id) return group;
+    }
+  }
+  Expected<std::optional<std::string_view>> pg = graph.get_string(node, state.keys->pg_name);
+  if (!pg) return pg.error().with_context(where());
+  const std::string pg_name(pg->value_or(""));
+  auto group = groups_.find(pg_name);
+  if (group == groups_.end()) {
+    std::vector<std::string> known;
+    for (const auto& [name, group_id] : groups_) known.push_back(name.empty() ? "\"\"" : name);
+    return Error::make(ErrorKind::kTrace,
+                       "{}: pg_name '{}' names no communicator group (known: {}); give the groups "
+                       "with --comm-group-configuration",
+                       where(), pg_name, fmt::join(known, ", "));
+  }
+  state.group_cache.emplace_back(id, group->second);
+  return group->second;
+}
+
 uint64_t WorkloadExecutor::scaled_bytes(uint64_t bytes) const {
   if (options_.comm_scale == 1.0) return bytes;
   return static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * options_.comm_scale));
@@ -390,8 +458,8 @@ uint64_t WorkloadExecutor::scaled_bytes(uint64_t bytes) const {
 
 void WorkloadExecutor::complete(Rank rank, NodeIndex node) {
   RankState& state = ranks_[rank];
-  assert(state.issued[node] == kInFlight);
-  state.issued[node] = kDone;
+  assert(state.flags[node].issued == kInFlight);
+  state.flags[node].issued = kDone;
   const Slot slot = slot_of(state, node);
   if (slot != Slot::kNone) state.busy[static_cast<size_t>(slot)] = false;
   state.tracker->complete(node);
@@ -448,7 +516,7 @@ std::vector<std::string> WorkloadExecutor::describe_stuck(size_t limit) const {
     std::vector<uint64_t> blocked;
     uint64_t never_ready = 0;
     for (NodeIndex node = 0; node < graph.size(); ++node) {
-      if (state.issued[node] == kInFlight) {
+      if (state.flags[node].issued == kInFlight) {
         std::string what = chakra::node_type_name(graph.type(node));
         if (graph.type(node) == ChakraProtoMsg::COMM_COLL_NODE) {
           Expected<std::optional<int64_t>> comm_type = graph.get_int(node, "comm_type");
@@ -466,7 +534,7 @@ std::vector<std::string> WorkloadExecutor::describe_stuck(size_t limit) const {
         }
         if (in_flight.size() < 4)
           in_flight.push_back(fmt::format("node {} ({})", graph.id(node), what));
-      } else if (state.issued[node] == kPending) {
+      } else if (state.flags[node].issued == kPending) {
         if (state.tracker->pending_parents(node) == 0) {
           blocked.push_back(graph.id(node));
         } else {

@@ -137,15 +137,31 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
       std::priority_queue<std::pair<uint64_t, chakra::NodeIndex>,
                           std::vector<std::pair<uint64_t, chakra::NodeIndex>>, std::greater<>>;
 
+  // Attribute names resolved once per graph (no hashing of names on the hot path).
+  struct Keys {
+    explicit Keys(const chakra::TraceGraph& graph);
+    chakra::AttributeKey is_cpu_op, num_ops, tensor_size, comm_type, comm_size, pg_name,
+        involved_dim, comm_priority, comm_dst, comm_src, comm_tag;
+  };
+  // Per node, one byte: issue state (2 bits), slot (3 bits, kSlotUnknown until first asked),
+  // activity while in flight (3 bits, kNoActivity otherwise).
+  struct NodeFlags {
+    uint8_t issued : 2;
+    uint8_t slot : 3;
+    uint8_t activity : 3;
+  };
   struct RankState {
     const chakra::TraceGraph* graph = nullptr;
-    std::unique_ptr<chakra::DependencyGraph> deps;
+    const Keys* keys = nullptr;
+    std::shared_ptr<const chakra::DependencyGraph> deps;
     std::unique_ptr<chakra::DependencyTracker> tracker;
     bool busy[3] = {false, false, false};
     Waiting waiting[3];
-    std::vector<uint8_t> issued;    // per node: 0 waiting, 1 in flight, 2 done
-    std::vector<uint8_t> activity;  // per in-flight node: its Activity, or none (0xff)
-    std::vector<SimTime> started;   // per in-flight node: when its activity began
+    std::vector<NodeFlags> flags;
+    // Nodes with an activity in flight and when it began (a handful at a time).
+    std::vector<std::pair<chakra::NodeIndex, SimTime>> started;
+    // pg_name string ids of this rank's graph already resolved to engine groups.
+    std::vector<std::pair<chakra::StringId, uint32_t>> group_cache;
     RankResult result;
     uint32_t active[kActivityCount] = {};
     SimTime last_change;
@@ -153,7 +169,10 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
 
   void handle_event(const Event& event) override;
   void pump(Rank rank);
-  Slot slot_of(const RankState& state, chakra::NodeIndex node) const;
+  Slot slot_of(RankState& state, chakra::NodeIndex node) const;
+  Slot compute_slot(const RankState& state, chakra::NodeIndex node) const;
+  // The engine group of the collective `node` (its pg_name), or an error naming the node.
+  Expected<uint32_t> group_of(RankState& state, chakra::NodeIndex node);
   // Issues `node`; returns false (and records failure_) on an error.
   bool issue(Rank rank, chakra::NodeIndex node, Slot slot);
   void complete(Rank rank, chakra::NodeIndex node);
@@ -172,6 +191,8 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   HandlerId id_{};
   sys::SystemLayer* system_ = nullptr;
   std::vector<RankState> ranks_;
+  std::vector<std::unique_ptr<Keys>> keys_;                         // one per distinct graph
+  std::vector<std::pair<uint64_t, chakra::NodeIndex>> candidates_;  // pump's scratch
   std::vector<RunObserver*> observers_;
   std::map<std::string, uint32_t> groups_;
   ExecutorOptions options_;
