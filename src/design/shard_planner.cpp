@@ -311,7 +311,8 @@ struct Proposal {
 Expected<ShardPlan> fit_proposal(const ShardProblem& problem,
                                  const std::vector<std::vector<ShardOption>>& candidates,
                                  Proposal proposal, const ShardStorage& capacity,
-                                 const ShardPlannerOptions& planner) {
+                                 const ShardPlannerOptions& planner, size_t* partitions = nullptr,
+                                 int max_attempts = 400) {
   const size_t tables = candidates.size();
   const uint32_t w = problem.cluster.world_size;
   auto option_of = [&](size_t t) -> const ShardOption& {
@@ -378,6 +379,7 @@ Expected<ShardPlan> fit_proposal(const ShardProblem& problem,
     for (size_t t = 0; t < tables; ++t) options.push_back(option_of(t));
     Placement placement;
     Failure failure;
+    if (partitions != nullptr) ++*partitions;
     if (partition(options, problem.cluster, capacity, planner.partitioner, planner, placement,
                   failure)) {
       ShardPlan plan = make_plan(options, placement, problem.cluster, capacity);
@@ -385,10 +387,34 @@ Expected<ShardPlan> fit_proposal(const ShardProblem& problem,
       plan.partitioner = std::string(shard_partitioner_name(planner.partitioner));
       return plan;
     }
-    // Free what the failing shard missed, and at least 1% of one rank's HBM per attempt (the
-    // placement changes as tables move, so the same shard may miss more next time).
+    if (attempt >= max_attempts) return failure_error(problem, options, failure);
+    // First split the failing table: its fastest option whose largest shard fits where the
+    // failing shard did not (row- or column-wise blocks, or host memory).
+    {
+      const size_t t = failure.table;
+      const ShardOption& current = option_of(t);
+      size_t split = candidates[t].size();
+      for (size_t index : proposal.moves[t]) {
+        const ShardOption& next = candidates[t][index];
+        bool fits = true;
+        for (const ShardStorage& storage : next.storages) {
+          fits = fits && storage.fits_in(failure.room) && storage.hbm < failure.need.hbm;
+        }
+        if (fits && (split == candidates[t].size() ||
+                     next.total_perf() < candidates[t][split].total_perf())) {
+          split = index;
+        }
+      }
+      if (split != candidates[t].size() && &candidates[t][split] != &current) {
+        proposal.choice[t] = split;
+        if (std::optional<Move> next = best_move(t)) heap.push(*next);
+        continue;
+      }
+    }
+    // Else free what the failing shard missed, and at least 1% of one rank's HBM per attempt
+    // (the placement changes as tables move, so the same shard may miss more next time).
     const uint64_t step = std::max<uint64_t>(failure.missing_hbm, capacity.hbm / 100);
-    if (failure.missing_hbm == 0 || attempt > 400 || !apply_moves(step)) {
+    if (failure.missing_hbm == 0 || !apply_moves(step)) {
       return failure_error(problem, options, failure);
     }
   }
@@ -444,6 +470,96 @@ void seed_callback(glp_tree* tree, void* info) {
   if (glp_ios_reason(tree) == GLP_IHEUR && !seed->used && !seed->values.empty()) {
     seed->used = true;
     glp_ios_heur_sol(tree, seed->values.data());
+  }
+}
+
+// Local search from the best proposal: for the tables on the busiest rank, every other option
+// is tried (a full re-partition each); the best improvement is kept, until none improves or the
+// budget of partitions is spent. Deterministic: a fixed budget, ties to the first tried.
+void improve_plan(const ShardProblem& problem,
+                  const std::vector<std::vector<ShardOption>>& candidates,
+                  const ShardStorage& capacity, const ShardPlannerOptions& planner,
+                  ShardPlan& best) {
+  const size_t tables = candidates.size();
+  size_t budget = planner.search_budget;
+  if (budget == ShardPlannerOptions::kAutoBudget) {
+    budget = std::clamp<size_t>(40000 / std::max<size_t>(tables, 1), 16, 2000);
+  }
+  std::vector<size_t> choice(tables, 0);
+  for (size_t t = 0; t < tables; ++t) {
+    for (size_t o = 0; o < candidates[t].size(); ++o) {
+      if (candidates[t][o].type == best.tables[t].option.type &&
+          candidates[t][o].kernel == best.tables[t].option.kernel) {
+        choice[t] = o;
+      }
+    }
+  }
+  std::vector<std::vector<size_t>> moves(tables);
+  for (size_t t = 0; t < tables; ++t) {
+    moves[t].resize(candidates[t].size());
+    std::iota(moves[t].begin(), moves[t].end(), 0);
+  }
+  size_t used = 0;
+  while (used < budget) {
+    // The busiest rank and the tables with a shard on it, by their time there.
+    size_t busiest = 0;
+    for (size_t rank = 0; rank < best.rank_perf.size(); ++rank) {
+      if (best.rank_perf[rank].total() > best.rank_perf[busiest].total()) busiest = rank;
+    }
+    std::vector<std::pair<double, size_t>> on_rank;
+    for (size_t t = 0; t < tables; ++t) {
+      double time = 0;
+      for (size_t shard = 0; shard < best.tables[t].ranks.size(); ++shard) {
+        if (best.tables[t].ranks[shard] == busiest) {
+          time += best.tables[t].option.perfs[shard].total();
+        }
+      }
+      if (time > 0) on_rank.push_back({-time, t});
+    }
+    std::stable_sort(on_rank.begin(), on_rank.end());
+    if (on_rank.size() > 8) on_rank.resize(8);
+    std::optional<ShardPlan> improved;
+    size_t improved_table = 0;
+    size_t improved_option = 0;
+    for (const auto& [time, t] : on_rank) {
+      for (size_t o = 0; o < candidates[t].size() && used < budget; ++o) {
+        if (o == choice[t]) continue;
+        // Table t moves to option o; if that no longer fits, other tables make room as in a
+        // proposal (split, or move to options with less HBM).
+        Proposal trial;
+        trial.name = best.proposal;
+        trial.choice = choice;
+        trial.choice[t] = o;
+        trial.moves = moves;
+        trial.moves[t] = {o};
+        Expected<ShardPlan> plan =
+            fit_proposal(problem, candidates, std::move(trial), capacity, planner, &used, 8);
+        if (!plan) continue;
+        const double bar = improved ? improved->rating() : best.rating();
+        if (plan->rating() < bar * (1 - 1e-12)) {
+          improved = std::move(*plan);
+          improved_table = t;
+          improved_option = o;
+        }
+      }
+    }
+    if (!improved) break;
+    // The improved plan may have moved other tables too: read its choice back.
+    (void)improved_table;
+    (void)improved_option;
+    for (size_t t = 0; t < tables; ++t) {
+      for (size_t o = 0; o < candidates[t].size(); ++o) {
+        if (candidates[t][o].type == improved->tables[t].option.type &&
+            candidates[t][o].kernel == improved->tables[t].option.kernel) {
+          choice[t] = o;
+        }
+      }
+    }
+    improved->proposal = best.proposal.find(", improved") == std::string::npos
+                             ? best.proposal + ", improved by local search"
+                             : best.proposal;
+    improved->partitioner = best.partitioner;
+    best = std::move(*improved);
   }
 }
 
@@ -778,6 +894,7 @@ Expected<ShardPlan> plan_shards(const ShardProblem& problem, const ShardPlannerO
     }
     if (!best || plan->rating() < best->rating()) best = std::move(*plan);
   }
+  if (best) improve_plan(problem, candidates, *capacity, heuristic, *best);
   if (options.partitioner == ShardPartitioner::kExact) {
     Expected<ShardPlan> exact = solve_exact(problem, candidates, *capacity,
                                             options.exact_time_limit_s, best ? &*best : nullptr);

@@ -16,7 +16,9 @@
 // Proposals (which option per table): the fastest option of every table, and for each allowed
 // sharding type every table that way; when a proposal does not fit, tables move to options that
 // need less HBM (UVM caching, UVM, other types), cheapest time per byte saved first. The best-rated
-// plan that fits wins; if none fits, the error names the table and the memory that is missing.
+// plan that fits wins, then a local search moves tables on the busiest rank to other options while
+// that lowers the rating (a fixed budget of re-partitions). If nothing fits, the error names the
+// table and the memory that is missing.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +53,10 @@ struct ShardPlannerOptions {
   double balance_tolerance = 0.02;  // memory-balanced: accepted rating increase
   uint32_t balance_searches = 10;   // memory-balanced: greedy runs in the binary search
   double exact_time_limit_s = 60;   // exact: GLPK's time limit
+  // Local search after the proposals: re-partitions to try (auto: 40,000 / tables, within
+  // [16, 2,000]; 0: none).
+  static constexpr size_t kAutoBudget = SIZE_MAX;
+  size_t search_budget = kAutoBudget;
 };
 
 // A table's chosen option and the rank of each of its shards.
