@@ -742,11 +742,26 @@ class DlrmBuilder {
       }
       reduce_and_step(index, wgrad);
     }
+    if (plan_.placement) order_collectives();
     return std::move(program_);
   }
 
  private:
   static constexpr int32_t kIndexTag = 1;
+
+  // With a placement, ranks reach their collectives at different times (their shards differ), so
+  // a background all-reduce could take one rank's communication slot while a peer holds its own
+  // for a host collective the first has yet to issue: a deadlock. Every collective therefore waits
+  // (a control dependency) for the one created before it, as collectives on one NCCL stream run in
+  // issue order; every rank's collectives are then a subsequence of one global order.
+  void order_collectives() {
+    ProgRef previous = kNoNode;
+    for (ProgRef ref = 0; ref < program_.size(); ++ref) {
+      if (program_.node(ref).kind != ProgKind::kCollective) continue;
+      if (previous != kNoNode) program_.depend(ref, previous, /*control=*/true);
+      previous = ref;
+    }
+  }
   static constexpr int32_t kOutputTag = 2;
   static constexpr int32_t kGradTag = 3;
 
