@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A ZionEX-like DLRM case study (docs/models/sharding.md): 128 GPUs in 16 hosts of 8, 400 fp16
 # embedding tables of realistic spread (24 of 10^9 rows, the rest log-uniform over 10^3 .. 10^8
-# rows; dimensions 64-256; pooling 1-100), 1.6 trillion parameters, more than the GPUs' HBM holds.
+# rows; dimensions 64-256; pooling 1-100): 2.05 trillion parameters (4.1 TB), more than the HBM
+# left for tables on 128 A100s of 40 GB once TorchRec's reservations and buffers are counted.
 # `orrery shard plan` plans it with every sharding type and with one type for every table;
 # `orrery gen dlrm --plan` writes each plan's iteration and `orrery run` simulates it on a
 # rail-optimized fabric (NVSwitch 600 GB/s inside a host, one 25 GB/s NIC per GPU, flow backend).
