@@ -249,6 +249,31 @@ TEST(DlrmPlacement, every_send_has_its_receive) {
   EXPECT_EQ(collectives["emb.dp_grad_all_reduce@1"], 4);
 }
 
+TEST(DlrmPlacement, collectives_run_in_one_order_on_every_rank) {
+  // Each collective has a control dependency on the one created before it (by id on the rank:
+  // the main lane's, then the background lane's gradient all-reduces), so no two ranks can take
+  // two collectives in different orders.
+  const DlrmGenerator generator = placed_generator();
+  for (uint32_t rank = 0; rank < 4; ++rank) {
+    const RankProgram program = generator.build(rank);
+    std::vector<ChakraProtoMsg::Node> collectives;
+    ASSERT_TRUE(program.emit([&](const ChakraProtoMsg::Node& node) {
+      if (node.type() == ChakraProtoMsg::COMM_COLL_NODE) collectives.push_back(node);
+      return Status::ok();
+    }));
+    ASSERT_GE(collectives.size(), 4u);
+    size_t chained = 0;
+    for (size_t index = 1; index < collectives.size(); ++index) {
+      for (uint64_t parent : collectives[index].ctrl_deps()) {
+        for (size_t before = 0; before < collectives.size(); ++before) {
+          if (collectives[before].id() == parent) ++chained;
+        }
+      }
+    }
+    EXPECT_EQ(chained, collectives.size() - 1) << "rank " << rank;
+  }
+}
+
 TEST(DlrmPlacement, compute_comes_from_the_plan_estimates_scaled_to_the_batch) {
   // Rank 3: t1 0.25 + t2 0.125 + t3 0.0625 + t4 0.03125 = 0.46875 ms forward at the plan's 16
   // samples per rank; at 32 per rank twice that: 937.5 us -> 938 (rounded), backward 1,875.
