@@ -519,8 +519,6 @@ void improve_plan(const ShardProblem& problem,
     std::stable_sort(on_rank.begin(), on_rank.end());
     if (on_rank.size() > 8) on_rank.resize(8);
     std::optional<ShardPlan> improved;
-    size_t improved_table = 0;
-    size_t improved_option = 0;
     for (const auto& [time, t] : on_rank) {
       for (size_t o = 0; o < candidates[t].size() && used < budget; ++o) {
         if (o == choice[t]) continue;
@@ -538,15 +536,11 @@ void improve_plan(const ShardProblem& problem,
         const double bar = improved ? improved->rating() : best.rating();
         if (plan->rating() < bar * (1 - 1e-12)) {
           improved = std::move(*plan);
-          improved_table = t;
-          improved_option = o;
         }
       }
     }
     if (!improved) break;
     // The improved plan may have moved other tables too: read its choice back.
-    (void)improved_table;
-    (void)improved_option;
     for (size_t t = 0; t < tables; ++t) {
       for (size_t o = 0; o < candidates[t].size(); ++o) {
         if (candidates[t][o].type == improved->tables[t].option.type &&
@@ -899,7 +893,10 @@ Expected<ShardPlan> plan_shards(const ShardProblem& problem, const ShardPlannerO
     Expected<ShardPlan> exact = solve_exact(problem, candidates, *capacity,
                                             options.exact_time_limit_s, best ? &*best : nullptr);
     if (!exact) {
-      if (best) return *best;  // keep the heuristic plan when the search found nothing better
+      if (best) {  // keep the heuristic plan when the search found nothing in time
+        best->proposal += " (the exact model found no placement within the time limit)";
+        return *best;
+      }
       return exact.error();
     }
     return exact;
