@@ -459,7 +459,8 @@ struct DlrmOptions {
   bool list_models = false;
   uint32_t ranks = 0;
   uint64_t global_batch = 0;
-  std::string sharding = "table";
+  std::string sharding;  // "": table-wise
+  std::string plan;      // an embedding sharding plan (orrery shard plan -o)
   uint32_t tables = 0;
   uint64_t rows = 0;
   uint32_t dim = 0;
@@ -539,8 +540,49 @@ Expected<gen::DlrmModel> load_dlrm(const DlrmOptions& options) {
   return model;
 }
 
-int run_dlrm(const DlrmOptions& options) {
-  if (options.list_models) return list_dlrm_models();
+// `--plan`: the placement, and the flags it implies (model, ranks, batch) filled in.
+Expected<std::shared_ptr<const gen::DlrmShardPlan>> load_dlrm_placement(DlrmOptions& options) {
+  Expected<gen::DlrmShardPlan> plan = gen::load_dlrm_shard_plan(options.plan);
+  if (!plan) return plan.error().with_context("--plan");
+  for (const auto& [given, flag] :
+       {std::pair{!options.sharding.empty(), "--sharding"},
+        std::pair{options.tables != 0, "--tables"}, std::pair{options.rows != 0, "--rows"},
+        std::pair{options.pooling != 0, "--pooling"}}) {
+    if (given) {
+      return Error::make(
+          ErrorKind::kInvalidArgument,
+          "{} does not apply with --plan (the plan gives every table and its shards)", flag);
+    }
+  }
+  if (options.model.empty()) {
+    if (plan->model.empty() || !gen::resolve_dlrm_model(plan->model)) {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "--plan {}: its tables came from '{}', which is not a DLRM model: give "
+                         "--model for the MLPs (e.g. --model dlrm-mlperf)",
+                         options.plan, plan->model);
+    }
+    options.model = plan->model;
+  }
+  if (options.ranks == 0) options.ranks = plan->world_size;
+  if (options.global_batch == 0) {
+    if (plan->batch_size == 0) {
+      return Error(ErrorKind::kInvalidArgument,
+                   "missing --global-batch (the plan does not say its batch)");
+    }
+    options.global_batch = uint64_t{plan->batch_size} * plan->world_size;
+  }
+  return std::make_shared<const gen::DlrmShardPlan>(std::move(*plan));
+}
+
+int run_dlrm(const DlrmOptions& given) {
+  if (given.list_models) return list_dlrm_models();
+  DlrmOptions options = given;
+  std::shared_ptr<const gen::DlrmShardPlan> placement;
+  if (!options.plan.empty()) {
+    Expected<std::shared_ptr<const gen::DlrmShardPlan>> loaded = load_dlrm_placement(options);
+    if (!loaded) return report_error(loaded.error());
+    placement = *loaded;
+  }
   Expected<gen::DlrmModel> model = load_dlrm(options);
   if (!model) return report_error(model.error());
   TransformerOptions memory;
@@ -559,9 +601,11 @@ int run_dlrm(const DlrmOptions& options) {
   gen::DlrmPlan plan;
   plan.ranks = options.ranks;
   plan.global_batch = options.global_batch;
-  Expected<gen::Sharding> sharding = gen::parse_sharding(options.sharding);
+  Expected<gen::Sharding> sharding =
+      gen::parse_sharding(options.sharding.empty() ? "table" : options.sharding);
   if (!sharding) return report_error(sharding.error().with_context("--sharding"));
   plan.sharding = *sharding;
+  plan.placement = placement;
   Expected<gen::DlrmGenerator> generator = gen::DlrmGenerator::create(*model, plan);
   if (!generator) return report_error(generator.error());
   const gen::DlrmModel& m = generator->model();
@@ -573,11 +617,50 @@ int run_dlrm(const DlrmOptions& options) {
       format_count(m.lookups_per_sample()), widths_text(m.interaction_width(), m.top_mlp),
       gen::dtype_name(m.dtype), params_text(m.embedding_parameters() + m.dense_parameters()),
       params_text(m.dense_parameters()));
-  fmt::print("plan: {} ranks, {} tables, MLPs data-parallel; batch {} samples ({} per rank)\n",
-             format_count(plan.ranks), gen::sharding_name(plan.sharding),
-             format_count(plan.global_batch), format_count(plan.local_batch()));
+  if (placement) {
+    std::string mix;
+    for (gen::ShardingType type : gen::kAllShardingTypes) {
+      const auto count =
+          std::count_if(placement->tables.begin(), placement->tables.end(),
+                        [&](const gen::PlannedTable& table) { return table.sharding == type; });
+      if (count > 0) {
+        mix +=
+            fmt::format("{}{} {}", mix.empty() ? "" : ", ", count, gen::sharding_type_name(type));
+      }
+    }
+    fmt::print(
+        "plan: {} ranks ({} per host), tables placed by {} ({}), MLPs data-parallel; batch {} "
+        "samples ({} per rank); embedding compute {}\n",
+        format_count(plan.ranks), placement->local_world_size, options.plan, mix,
+        format_count(plan.global_batch), format_count(plan.local_batch()),
+        placement->has_estimates() ? "from the plan's estimates (scaled to the batch)"
+                                   : "by the roofline (the plan has no estimates)");
+    // Sizes differ by rank: the range over ranks of what each sends.
+    uint64_t index_min = UINT64_MAX, index_max = 0, out_min = UINT64_MAX, out_max = 0;
+    for (uint32_t rank = 0; rank < plan.ranks; ++rank) {
+      const gen::DlrmPlacedComm placed = gen::dlrm_placed_comm(m, plan, rank);
+      uint64_t index = 0, out = 0;
+      for (uint64_t bytes : placed.index_to) index += bytes;
+      for (uint64_t bytes : placed.output_to) out += bytes;
+      index_min = std::min(index_min, index);
+      index_max = std::max(index_max, index);
+      out_min = std::min(out_min, out);
+      out_max = std::max(out_max, out);
+    }
+    if (plan.ranks > 1) {
+      fmt::print(
+          "embedding exchange per rank (point to point): indices {} to {} sent, pooled "
+          "embeddings and their gradients {} to {} each way\n",
+          format_bytes(index_min), format_bytes(index_max), format_bytes(out_min),
+          format_bytes(out_max));
+    }
+  } else {
+    fmt::print("plan: {} ranks, {} tables, MLPs data-parallel; batch {} samples ({} per rank)\n",
+               format_count(plan.ranks), gen::sharding_name(plan.sharding),
+               format_count(plan.global_batch), format_count(plan.local_batch()));
+  }
   const gen::DlrmComm comm = gen::dlrm_comm(m, plan);
-  if (plan.ranks > 1) {
+  if (plan.ranks > 1 && !placement) {
     uint64_t dense = 0;
     for (uint64_t bytes : comm.mlp_all_reduce) dense += bytes;
     const bool row = plan.sharding == gen::Sharding::kRow;
@@ -617,6 +700,9 @@ void add_dlrm_command(CLI::App& gen, int& exit_code) {
                    "Samples per iteration over all ranks (a multiple of --ranks)");
   dlrm->add_option("--sharding", options->sharding,
                    "Embedding sharding: table (default), row or column");
+  dlrm->add_option("--plan", options->plan,
+                   "An embedding sharding plan (orrery shard plan -o plan.json): every table "
+                   "placed as it says; --ranks and --global-batch default to the plan's");
   dlrm->add_option("--tables", options->tables,
                    "Replace the model's tables by this many tables of --rows rows");
   dlrm->add_option("--rows", options->rows, "Rows of every embedding table");

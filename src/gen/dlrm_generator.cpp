@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -352,7 +353,17 @@ Status validate_dlrm_plan(const DlrmModel& model, const DlrmPlan& plan) {
         "samples)",
         plan.global_batch, plan.ranks));
   }
-  if (plan.sharding == Sharding::kColumn && model.dim % plan.ranks != 0) {
+  if (plan.placement) {
+    if (plan.placement->world_size != plan.ranks) {
+      return model_error(fmt::format("--ranks {} differs from the plan's world size {}", plan.ranks,
+                                     plan.placement->world_size));
+    }
+    if (plan.placement->tables.size() != model.tables.size()) {
+      return model_error(fmt::format("the plan has {} tables, the model {}",
+                                     plan.placement->tables.size(), model.tables.size()));
+    }
+  }
+  if (!plan.placement && plan.sharding == Sharding::kColumn && model.dim % plan.ranks != 0) {
     return model_error(fmt::format(
         "--sharding column splits every table into --ranks {} column blocks: it does not divide "
         "the embedding dimension {}",
@@ -366,8 +377,58 @@ Status validate_dlrm_plan(const DlrmModel& model, const DlrmPlan& plan) {
   return Status::ok();
 }
 
+namespace {
+
+uint64_t ceil_u64(double value) { return static_cast<uint64_t>(std::ceil(value)); }
+
+// Lookups and pooled outputs of one planned shard per iteration: TW/CW/TWCW blocks see every
+// sample's lookups of their table and write B vectors of their columns; a row block of RW (TWRW)
+// sees 1/N (1/Lw) of the lookups and writes partial sums for every sample; a DP replica serves
+// its own b samples.
+TableShard placed_shard(const DlrmShardPlan& placement, uint32_t table_index,
+                        const PlannedShard& shard, uint64_t global_batch) {
+  const PlannedTable& table = placement.tables[table_index];
+  const double big_b = static_cast<double>(global_batch);
+  TableShard out;
+  out.table = table_index;
+  out.rows = shard.rows;
+  out.dim = shard.cols;
+  out.outputs = global_batch;
+  switch (table.sharding) {
+    case ShardingType::kTableWise:
+    case ShardingType::kColumnWise:
+    case ShardingType::kTableColumnWise:
+      out.lookups = ceil_u64(big_b * table.pooling);
+      break;
+    case ShardingType::kRowWise:
+      out.lookups = ceil_u64(big_b * table.pooling / placement.world_size);
+      break;
+    case ShardingType::kTableRowWise:
+      out.lookups = ceil_u64(big_b * table.pooling / placement.local_world_size);
+      break;
+    case ShardingType::kDataParallel:
+      out.outputs = global_batch / placement.world_size;
+      out.lookups = ceil_u64(static_cast<double>(out.outputs) * table.pooling);
+      break;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<TableShard> table_shards(const DlrmModel& model, const DlrmPlan& plan, uint32_t rank) {
   std::vector<TableShard> shards;
+  if (plan.placement) {
+    const DlrmShardPlan& placement = *plan.placement;
+    for (uint32_t index = 0; index < placement.tables.size(); ++index) {
+      for (const PlannedShard& shard : placement.tables[index].shards) {
+        if (shard.rank == rank) {
+          shards.push_back(placed_shard(placement, index, shard, plan.global_batch));
+        }
+      }
+    }
+    return shards;
+  }
   const uint64_t n = plan.ranks;
   const uint64_t batch = plan.global_batch;
   for (uint32_t index = 0; index < model.tables.size(); ++index) {
@@ -443,6 +504,88 @@ DlrmComm dlrm_comm(const DlrmModel& model, const DlrmPlan& plan) {
   return comm;
 }
 
+DlrmPlacedComm dlrm_placed_comm(const DlrmModel& model, const DlrmPlan& plan, uint32_t rank) {
+  (void)model;
+  DlrmPlacedComm comm;
+  if (!plan.placement) return comm;
+  const DlrmShardPlan& placement = *plan.placement;
+  const uint32_t n = placement.world_size;
+  const uint32_t lw = placement.local_world_size;
+  const uint32_t hosts = n / lw;
+  const double b = static_cast<double>(plan.local_batch());
+  const uint64_t big_b = plan.global_batch;
+  // Per sample: lookups and pooled bytes that each rank's TW/CW/TWCW shards serve, that each
+  // host's TWRW tables serve, and that the RW tables serve (every rank a block).
+  std::vector<double> lookups_on(n, 0);
+  std::vector<uint64_t> bytes_on(n, 0);
+  std::vector<double> host_lookups(hosts, 0);
+  std::vector<uint64_t> host_bytes(hosts, 0);
+  double row_lookups = 0;
+  uint64_t row_bytes = 0;
+  for (const PlannedTable& table : placement.tables) {
+    const uint64_t e = dtype_bytes(table.dtype);
+    switch (table.sharding) {
+      case ShardingType::kTableWise:
+      case ShardingType::kColumnWise:
+      case ShardingType::kTableColumnWise:
+        for (const PlannedShard& shard : table.shards) {
+          lookups_on[shard.rank] += table.pooling;
+          bytes_on[shard.rank] += shard.cols * e;
+        }
+        break;
+      case ShardingType::kTableRowWise:
+        host_lookups[table.shards[0].rank / lw] += table.pooling;
+        host_bytes[table.shards[0].rank / lw] += table.dim * e;
+        break;
+      case ShardingType::kRowWise:
+        row_lookups += table.pooling;
+        row_bytes += table.dim * e;
+        break;
+      case ShardingType::kDataParallel:
+        comm.dp_all_reduce += table.rows * table.dim * e;
+        break;
+    }
+  }
+  const uint32_t host = rank / lw;
+  comm.index_to.assign(n, 0);
+  comm.index_from.assign(n, 0);
+  comm.output_to.assign(n, 0);
+  comm.output_from.assign(n, 0);
+  // Indices from rank `src` to rank `dst`: its b samples' lookups that dst's shards serve (an
+  // even share of a row-wise table's); pooled vectors from `src` to `dst`: dst's b samples of
+  // src's TW/CW columns, and, across hosts between ranks of the same local index, of the TWRW
+  // sums the host reduce-scatter left on src.
+  auto indices = [&](uint32_t dst) {
+    return ceil_u64(b * (lookups_on[dst] + host_lookups[dst / lw] / lw + row_lookups / n)) *
+           kIndexBytes;
+  };
+  auto pooled = [&](uint32_t src, uint32_t dst) {
+    uint64_t bytes = plan.local_batch() * bytes_on[src];
+    if (src / lw != dst / lw && src % lw == dst % lw) {
+      bytes += plan.local_batch() * host_bytes[src / lw];
+    }
+    return bytes;
+  };
+  for (uint32_t peer = 0; peer < n; ++peer) {
+    if (peer == rank) continue;
+    comm.index_to[peer] = indices(peer);
+    comm.index_from[peer] = indices(rank);
+    comm.output_to[peer] = pooled(rank, peer);
+    comm.output_from[peer] = pooled(peer, rank);
+  }
+  if (lw > 1 && host_bytes[host] > 0) {
+    comm.host_reduce_scatter = big_b * host_bytes[host];
+    comm.host_all_gather = big_b / lw * host_bytes[host];
+    comm.host_group = hosts == 1 ? kAllRanks : kAllRanks + 1 + host;
+  }
+  if (n > 1 && row_bytes > 0) {
+    comm.row_reduce_scatter = big_b * row_bytes;
+    comm.row_all_gather = plan.local_batch() * row_bytes;
+  }
+  if (n == 1) comm.dp_all_reduce = 0;
+  return comm;
+}
+
 std::vector<StageMemory> estimate_dlrm_memory(const DlrmModel& model, const DlrmPlan& plan) {
   const uint64_t e = dtype_bytes(model.dtype);
   const uint64_t b = plan.local_batch();
@@ -509,17 +652,23 @@ class DlrmBuilder {
     // A rank without tables (table-wise, T < N) still takes part in the all-to-alls; its lookup
     // and update nodes cost nothing and the executor passes over them.
     // Forward: sparse path.
-    ProgRef indices = kNoNode;
-    if (distributed) {
-      indices = program_.collective("emb.index_all_to_all", ALL_TO_ALL, comm.index_all_to_all,
-                                    kAllRanks, {});
-    }
-    const ProgRef looked_up = program_.compute("emb.lookup", lookup, {indices});
-    ProgRef pooled = looked_up;
-    if (distributed) {
-      pooled = program_.collective(
-          comm.output_type == ALL_TO_ALL ? "emb.output_all_to_all" : "emb.output_reduce_scatter",
-          comm.output_type, comm.output_dist, kAllRanks, {looked_up});
+    ProgRef pooled = kNoNode;
+    std::vector<ProgRef> placed_pooled;  // with a placement: every part the interaction waits for
+    if (plan_.placement) {
+      placed_pooled = placed_forward(lookup);
+    } else {
+      ProgRef indices = kNoNode;
+      if (distributed) {
+        indices = program_.collective("emb.index_all_to_all", ALL_TO_ALL, comm.index_all_to_all,
+                                      kAllRanks, {});
+      }
+      const ProgRef looked_up = program_.compute("emb.lookup", lookup, {indices});
+      pooled = looked_up;
+      if (distributed) {
+        pooled = program_.collective(
+            comm.output_type == ALL_TO_ALL ? "emb.output_all_to_all" : "emb.output_reduce_scatter",
+            comm.output_type, comm.output_dist, kAllRanks, {looked_up});
+      }
     }
     // Dense path: bottom MLP.
     ProgRef x = kNoNode;
@@ -534,6 +683,7 @@ class DlrmBuilder {
     const OpCost interaction{2 * b * vectors * vectors * model_.dim,
                              (b * vectors * model_.dim + b * width) * e_};
     x = program_.compute("interaction.fwd", interaction, {x, pooled});
+    program_.depend(x, placed_pooled);
     for (size_t index = bottom; index < layers.size(); ++index) {
       x = program_.compute(layers[index].name + ".fwd",
                            mlp_forward(b, layers[index].in, layers[index].out, e_), {x});
@@ -569,13 +719,17 @@ class DlrmBuilder {
         "interaction.bwd", {2 * interaction.flops, (b * width + 2 * b * vectors * model_.dim) * e_},
         {grad});
     // Sparse backward: the pooled vectors' gradients back to the shards, then the fused update.
-    ProgRef emb_grad = interaction_grad;
-    if (distributed) {
-      emb_grad = program_.collective(
-          comm.grad_type == ALL_TO_ALL ? "emb.grad_all_to_all" : "emb.grad_all_gather",
-          comm.grad_type, comm.grad_dist, kAllRanks, {interaction_grad});
+    if (plan_.placement) {
+      placed_backward(update, interaction_grad);
+    } else {
+      ProgRef emb_grad = interaction_grad;
+      if (distributed) {
+        emb_grad = program_.collective(
+            comm.grad_type == ALL_TO_ALL ? "emb.grad_all_to_all" : "emb.grad_all_gather",
+            comm.grad_type, comm.grad_dist, kAllRanks, {interaction_grad});
+      }
+      program_.compute("emb.update", update, {emb_grad});
     }
-    program_.compute("emb.update", update, {emb_grad});
     // Bottom MLP backward; its first layer needs no input gradient (the dense features).
     grad = interaction_grad;
     for (size_t index = bottom; index-- > 0;) {
@@ -588,10 +742,126 @@ class DlrmBuilder {
       }
       reduce_and_step(index, wgrad);
     }
+    if (plan_.placement) order_collectives();
     return std::move(program_);
   }
 
  private:
+  static constexpr int32_t kIndexTag = 1;
+
+  // With a placement, ranks reach their collectives at different times (their shards differ), so
+  // a background all-reduce could take one rank's communication slot while a peer holds its own
+  // for a host collective the first has yet to issue: a deadlock. Every collective therefore waits
+  // (a control dependency) for the one created before it, as collectives on one NCCL stream run in
+  // issue order; every rank's collectives are then a subsequence of one global order.
+  void order_collectives() {
+    ProgRef previous = kNoNode;
+    for (ProgRef ref = 0; ref < program_.size(); ++ref) {
+      if (program_.node(ref).kind != ProgKind::kCollective) continue;
+      if (previous != kNoNode) program_.depend(ref, previous, /*control=*/true);
+      previous = ref;
+    }
+  }
+  static constexpr int32_t kOutputTag = 2;
+  static constexpr int32_t kGradTag = 3;
+
+  // The planner's estimate of the rank's shards (ms, summed), scaled from the planner's batch to
+  // this one (TorchRec's compute is linear in the batch), in whole microseconds.
+  uint64_t estimate_us(bool forward) const {
+    const DlrmShardPlan& placement = *plan_.placement;
+    double total = 0;
+    for (const PlannedTable& table : placement.tables) {
+      for (const PlannedShard& shard : table.shards) {
+        if (shard.rank == rank_) total += forward ? shard.fwd_compute : shard.bwd_compute;
+      }
+    }
+    const double scale = placement.batch_size == 0
+                             ? 1.0
+                             : static_cast<double>(plan_.local_batch()) / placement.batch_size;
+    if (total <= 0) return 0;
+    return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(total * scale * 1000)));
+  }
+
+  // Sends to rank + k and receives from rank - k, k = 1 .. N - 1 (a shift per step: every rank
+  // sends to a different peer at a time); messages of 0 bytes are not written.
+  void exchange(const char* name, int32_t tag, const std::vector<uint64_t>& to,
+                const std::vector<uint64_t>& from, const std::vector<ProgRef>& after,
+                std::vector<ProgRef>& received) {
+    const uint32_t n = plan_.ranks;
+    for (uint32_t k = 1; k < n; ++k) {
+      const uint32_t src = (rank_ + n - k) % n;
+      if (from[src] > 0) {
+        received.push_back(program_.recv(fmt::format("{}_recv", name), src, tag, from[src]));
+      }
+    }
+    for (uint32_t k = 1; k < n; ++k) {
+      const uint32_t dst = (rank_ + k) % n;
+      if (to[dst] == 0) continue;
+      const ProgRef sent = program_.send(fmt::format("{}_send", name), dst, tag, to[dst], {});
+      program_.depend(sent, after);
+    }
+  }
+
+  // Forward with a placement: indices to the shards (point to point: sizes differ by peer), the
+  // lookup, the TWRW reduce-scatter within the host and the RW one over every rank, then the
+  // pooled vectors to the ranks whose samples they are. Returns what the interaction waits for.
+  std::vector<ProgRef> placed_forward(const OpCost& geometric) {
+    const DlrmPlacedComm comm = dlrm_placed_comm(model_, plan_, rank_);
+    std::vector<ProgRef> indices;
+    exchange("emb.index", kIndexTag, comm.index_to, comm.index_from, {}, indices);
+    const ProgRef lookup =
+        plan_.placement->has_estimates()
+            ? program_.timed("emb.lookup", estimate_us(true), geometric.bytes, {})
+            : program_.compute("emb.lookup", geometric, {});
+    program_.depend(lookup, indices);
+    std::vector<ProgRef> ready{lookup};
+    if (comm.host_reduce_scatter > 0) {
+      ready.push_back(program_.collective("emb.host_reduce_scatter", REDUCE_SCATTER,
+                                          comm.host_reduce_scatter, comm.host_group, {lookup}));
+    }
+    std::vector<ProgRef> pooled = ready;
+    if (comm.row_reduce_scatter > 0) {
+      pooled.push_back(program_.collective("emb.row_reduce_scatter", REDUCE_SCATTER,
+                                           comm.row_reduce_scatter, kAllRanks, {lookup}));
+    }
+    exchange("emb.output", kOutputTag, comm.output_to, comm.output_from, ready, pooled);
+    return pooled;
+  }
+
+  // Backward with a placement: the gradients back to the shards' ranks, the RW all-gather over
+  // every rank and the TWRW one within the host, the fused update, and the DP tables' gradient
+  // all-reduce with its SGD step in the background.
+  void placed_backward(const OpCost& geometric, ProgRef interaction_grad) {
+    const DlrmPlacedComm comm = dlrm_placed_comm(model_, plan_, rank_);
+    std::vector<ProgRef> grads;
+    exchange("emb.grad", kGradTag, comm.output_from, comm.output_to, {interaction_grad}, grads);
+    std::vector<ProgRef> ready = grads;
+    ready.push_back(interaction_grad);
+    if (comm.row_all_gather > 0) {
+      ready.push_back(program_.collective("emb.row_all_gather", ALL_GATHER, comm.row_all_gather,
+                                          kAllRanks, {interaction_grad}));
+    }
+    if (comm.host_all_gather > 0) {
+      const ProgRef gathered = program_.collective("emb.host_all_gather", ALL_GATHER,
+                                                   comm.host_all_gather, comm.host_group, {});
+      program_.depend(gathered, grads);
+      program_.depend(gathered, interaction_grad);
+      ready.push_back(gathered);
+    }
+    const ProgRef update =
+        plan_.placement->has_estimates()
+            ? program_.timed("emb.update", estimate_us(false), geometric.bytes, {})
+            : program_.compute("emb.update", geometric, {});
+    program_.depend(update, ready);
+    if (comm.dp_all_reduce > 0) {
+      const ProgRef reduced =
+          program_.collective("emb.dp_grad_all_reduce", ALL_REDUCE, comm.dp_all_reduce, kAllRanks,
+                              {update}, Lane::kBackground);
+      program_.compute("emb.dp_sgd", sgd_cost(comm.dp_all_reduce / e_, e_), {reduced},
+                       Lane::kBackground);
+    }
+  }
+
   const DlrmModel& model_;
   const DlrmPlan& plan_;
   uint32_t rank_;
@@ -602,6 +872,16 @@ class DlrmBuilder {
 }  // namespace
 
 Expected<DlrmGenerator> DlrmGenerator::create(DlrmModel model, DlrmPlan plan) {
+  if (plan.placement) {
+    // The plan's tables replace the model's. Tables of another width than the model's dimension
+    // are taken as projected to it before the interaction (the projection is not modelled).
+    if (Status status = validate_dlrm_shard_plan(*plan.placement); !status) return status.error();
+    model.tables.clear();
+    for (const PlannedTable& table : plan.placement->tables) {
+      model.tables.push_back(
+          {table.rows, static_cast<uint32_t>(std::max<int64_t>(1, std::llround(table.pooling)))});
+    }
+  }
   if (Status status = validate_dlrm_plan(model, plan); !status) return status.error();
   return DlrmGenerator(std::move(model), plan);
 }
@@ -619,6 +899,21 @@ std::vector<std::vector<uint32_t>> group_list(const DlrmGenerator& generator) {
     std::vector<uint32_t> all(generator.ranks());
     for (uint32_t rank = 0; rank < generator.ranks(); ++rank) all[rank] = rank;
     groups.push_back(std::move(all));
+  }
+  // With a placement across hosts: one group per host (groups 2 .., the TWRW collectives).
+  const DlrmShardPlan* placement = generator.plan().placement.get();
+  if (placement != nullptr && placement->local_world_size > 1 &&
+      placement->local_world_size < placement->world_size) {
+    bool twrw = false;
+    for (const PlannedTable& table : placement->tables) {
+      twrw = twrw || table.sharding == ShardingType::kTableRowWise;
+    }
+    const uint32_t lw = placement->local_world_size;
+    for (uint32_t host = 0; twrw && host < placement->world_size / lw; ++host) {
+      std::vector<uint32_t> members(lw);
+      for (uint32_t local = 0; local < lw; ++local) members[local] = host * lw + local;
+      groups.push_back(std::move(members));
+    }
   }
   return groups;
 }

@@ -20,11 +20,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/error.h"
+#include "gen/dlrm_shard_plan.h"
 #include "gen/llm_generator.h"
 #include "gen/memory_estimate.h"
 #include "gen/rank_program.h"
@@ -75,6 +77,10 @@ struct DlrmPlan {
   uint32_t ranks = 1;
   uint64_t global_batch = 0;
   Sharding sharding = Sharding::kTable;
+  // When set, the tables and their shards are the placement's (`sharding` is not used): every
+  // table as the plan splits it, on the ranks it names (DlrmGenerator::create takes the tables
+  // from it).
+  std::shared_ptr<const DlrmShardPlan> placement;
 
   uint64_t local_batch() const { return global_batch / ranks; }
 };
@@ -105,6 +111,24 @@ struct TableShard {
   uint64_t outputs = 0;  // pooled vectors written (B: every sample of the global batch)
 };
 std::vector<TableShard> table_shards(const DlrmModel& model, const DlrmPlan& plan, uint32_t rank);
+
+// With a placement, the communication of one rank differs from its peers': the bytes it sends to
+// and receives from every rank (index 0..N-1; 0 to itself) per exchange, and its collectives
+// (0: not written). Gradients go back the way pooled embeddings came: the backward exchange sends
+// output_from[q] to q and receives output_to[q] from q.
+struct DlrmPlacedComm {
+  std::vector<uint64_t> index_to;     // forward: indices to the shards' ranks
+  std::vector<uint64_t> index_from;   // forward: indices of the shards this rank holds
+  std::vector<uint64_t> output_to;    // forward: pooled vectors of this rank's shards
+  std::vector<uint64_t> output_from;  // forward: pooled vectors of the rank's own samples
+  uint64_t host_reduce_scatter = 0;   // TWRW: partial sums within the host (the whole buffer)
+  uint64_t host_all_gather = 0;       // TWRW backward: per-rank input
+  uint64_t row_reduce_scatter = 0;    // RW: partial sums over every rank (the whole buffer)
+  uint64_t row_all_gather = 0;        // RW backward: per-rank input
+  uint64_t dp_all_reduce = 0;         // DP tables' gradients
+  uint32_t host_group = 0;            // communicator group of the rank's host (TWRW collectives)
+};
+DlrmPlacedComm dlrm_placed_comm(const DlrmModel& model, const DlrmPlan& plan, uint32_t rank);
 
 // Memory of every rank (StageMemory::stage is the rank): embedding shards and MLP weights, dense
 // gradients, no optimizer state (SGD, as MLPerf's DLRM), activations of one iteration.

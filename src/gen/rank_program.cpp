@@ -47,6 +47,17 @@ ProgRef RankProgram::compute(std::string name, const OpCost& cost,
   return add(std::move(node), data);
 }
 
+ProgRef RankProgram::timed(std::string name, uint64_t duration_us, uint64_t bytes,
+                           std::initializer_list<ProgRef> data, Lane lane) {
+  Node node;
+  node.name = std::move(name);
+  node.kind = ProgKind::kCompute;
+  node.lane = lane;
+  node.bytes = bytes;
+  node.duration_us = duration_us;
+  return add(std::move(node), data);
+}
+
 ProgRef RankProgram::collective(std::string name, ChakraProtoMsg::CollectiveCommType type,
                                 uint64_t bytes, uint32_t group, std::initializer_list<ProgRef> data,
                                 Lane lane) {
@@ -149,6 +160,7 @@ Status RankProgram::emit(const std::function<Status(const ChakraProtoMsg::Node&)
         add_attr(out_node, "is_cpu_op").set_bool_val(false);
         add_attr(out_node, "num_ops").set_int64_val(static_cast<int64_t>(node.flops));
         add_attr(out_node, "tensor_size").set_uint64_val(node.bytes);
+        if (node.duration_us > 0) out_node.set_duration_micros(node.duration_us);
         break;
       case ProgKind::kCollective:
         out_node.set_type(ChakraProtoMsg::COMM_COLL_NODE);

@@ -47,12 +47,17 @@ class RankProgram {
     uint32_t group = 0;  // collective: pg_name (0 = all ranks)
     int32_t peer = -1;   // send: destination; receive: source
     int32_t tag = 0;     // send, receive
+    // compute: duration_micros (0: none, num_ops times it)
+    uint64_t duration_us = 0;
   };
 
   // Each adder appends one node and returns it. Dependencies equal to kNoNode are skipped, so
   // optional parents can be passed as they are.
   ProgRef compute(std::string name, const OpCost& cost, std::initializer_list<ProgRef> data,
                   Lane lane = Lane::kMain);
+  // A compute node timed by its duration (num_ops 0, so a roofline replays the duration).
+  ProgRef timed(std::string name, uint64_t duration_us, uint64_t bytes,
+                std::initializer_list<ProgRef> data, Lane lane = Lane::kMain);
   ProgRef collective(std::string name, ChakraProtoMsg::CollectiveCommType type, uint64_t bytes,
                      uint32_t group, std::initializer_list<ProgRef> data, Lane lane = Lane::kMain);
   ProgRef send(std::string name, uint32_t dst, int32_t tag, uint64_t bytes,
