@@ -33,6 +33,13 @@ TEST(JsonConfigHostile, a_number_beyond_a_double_is_an_error_with_its_line) {
   EXPECT_NE(message.find("1e999"), std::string::npos) << message;
 }
 
+// Found by fuzz_json_config: an error message quoting text that is not UTF-8 threw from
+// nlohmann's dump (an uncaught exception, exit 134) instead of printing.
+TEST(JsonConfigHostile, an_excerpt_of_bytes_that_are_not_utf8_prints_them_replaced) {
+  const std::string bytes = "{'pg_n\xd8me': '2'}";
+  EXPECT_EQ(json_excerpt(nlohmann::json(bytes)), "\"{'pg_n\xef\xbf\xbdme': '2'}\"");
+}
+
 TEST(JsonConfigHostile, nesting_beyond_64_levels_is_refused_before_it_is_built) {
   const std::string deep = "{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
   EXPECT_EQ(error_of(deep), "c.json: lists or objects nested more than 64 deep");
