@@ -144,7 +144,8 @@ Error JsonConfig::error(std::string_view key, std::string_view what) const {
 
 std::string json_excerpt(const nlohmann::json& value) {
   // Text from a file may hold bytes that are not UTF-8 (a trace's METADATA node): they print as
-  // U+FFFD; nlohmann's default would throw from inside an error message (found by fuzz_json_config).
+  // U+FFFD; nlohmann's default would throw from inside an error message (found by
+  // fuzz_json_config).
   std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return text;
