@@ -96,6 +96,12 @@ Expected<nlohmann::json> parse_json_text(const std::string& path, const std::str
     return Error::make(ErrorKind::kParse, "{}: not a complete JSON document{} (byte {} of {}): {}",
                        path, truncated ? ", it ends too early" : "", error.byte, text.size(),
                        message);
+  } catch (const nlohmann::json::exception& error) {
+    // A number beyond a double's range ("1e999"): no position, but the message names the text.
+    std::string message = error.what();
+    if (const size_t at = message.find("] "); at != std::string::npos)
+      message = message.substr(at + 2);
+    return Error::make(ErrorKind::kParse, "{}: {} (beyond the range of a double)", path, message);
   }
 }
 

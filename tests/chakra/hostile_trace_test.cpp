@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "chakra/json_codec.h"
 #include "chakra/record_stream.h"
 #include "chakra/trace_builder.h"
 #include "chakra/trace_file.h"
@@ -128,6 +129,20 @@ TEST(HostileTrace, a_long_cycle_prints_its_ends_not_every_node) {
                                   make_node(2, ChakraProtoMsg::COMP_NODE, {1})}));
   EXPECT_EQ(messages(small, Check::kCycle).front(),
             "dependency cycle 1 -> 2 -> 1 of 2 nodes (2 nodes can never run)");
+}
+
+// Found by fuzz_trace_json: nlohmann throws out_of_range, not parse_error, for a number beyond a
+// double ("1e999"), which escaped as an uncaught exception (exit 134).
+TEST(HostileTrace, a_json_number_beyond_a_double_is_an_error_not_a_crash) {
+  TempDir dir;
+  write_raw(dir.file("t.json"),
+            "{\"format\": \"chakra-et-json/1\",\n \"global_metadata\": {\"attr\": [1e999]},\n"
+            " \"nodes\": []}");
+  const Status status = json_to_trace(dir.file("t.json"), dir.file("t.et"));
+  ASSERT_FALSE(status);
+  EXPECT_EQ(
+      status.error().message(),
+      dir.file("t.json") + ": number overflow parsing '1e999' (beyond the range of a double)");
 }
 
 }  // namespace
