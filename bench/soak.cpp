@@ -570,6 +570,11 @@ bool known_deadlock(const Network& network, const fs::path& dir, const Outcome& 
          outcome.err.find("(all-reduce)") != std::string::npos;
 }
 
+bool node_missing_but_known(const Network& network, const fs::path& dir, const Outcome& outcome,
+                            const std::string& node) {
+  return outcome.err.find(node) == std::string::npos && known_deadlock(network, dir, outcome);
+}
+
 std::optional<uint64_t> simulated_ns(const fs::path& json_path) {
   const nlohmann::json json = result_json(json_path, false);
   if (!json.is_object() || !json.contains("summary")) return std::nullopt;
@@ -676,6 +681,13 @@ int main(int argc, char** argv) {
     }
     if (workload->broken) {
       const std::string node = fmt::format("node {}", workload->broken_node);
+      // The known deadlock can stop the run before it reaches the receive nobody sends; it then
+      // names the all-reduce instead (seed 1, runs 1459 and 1640).
+      if (node_missing_but_known(network, dir, first, node)) {
+        ++stats.known_issue;
+        fs::remove_all(dir);
+        continue;
+      }
       if (first.exit_code != 1 || first.err.find("cannot finish") == std::string::npos ||
           first.err.find(node) == std::string::npos) {
         fail(stats, index, "a receive nobody sends was not named as stuck", first, dir);
