@@ -5,7 +5,7 @@ function(orrery_set_warnings target)
     -Woverloaded-virtual -Wconversion -Wsign-conversion -Wdouble-promotion
     -Wformat=2 -Wimplicit-fallthrough
     # GCC 12 reports impossible overlaps in inlined std::string concatenation (GCC bug 105651).
-    -Wno-restrict)
+    $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>)
 endfunction()
 
 # orrery_add_library(name SOURCES ... DEPS ...): one library per layer (src/<name>), whose public

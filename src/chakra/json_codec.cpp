@@ -140,6 +140,16 @@ Status json_to_trace(const std::string& json_path, const std::string& et_path) {
     if (!failure) {
       return Error::make(ErrorKind::kParse, "{}: {}", json_path, error.what());
     }
+  } catch (const nlohmann::json::exception& error) {
+    // Not a syntax error but a value nlohmann cannot hold: a number beyond a double's range
+    // ("1e999", found by fuzz_trace_json). Its message names the text.
+    if (!failure) {
+      std::string message = error.what();
+      if (const size_t at = message.find("] "); at != std::string::npos)
+        message = message.substr(at + 2);
+      return Error::make(ErrorKind::kParse, "{}: {} (beyond the range of a double)", json_path,
+                         message);
+    }
   }
   if (failure) return *failure;
   if (!saw_format || !saw_metadata || !saw_nodes) {

@@ -156,9 +156,10 @@ Expected<bool> RecordReader::next(std::string& record) {
         path_, index, record_offset_, length);
   }
 
-  record.resize(length);
-  size_t copied = 0;
-  while (copied < length) {
+  // The length bounds nothing until the bytes are there: the record grows with what is read (a
+  // 16-byte file claiming a 1 GiB record costs no more than its 16 bytes).
+  record.clear();
+  while (record.size() < length) {
     if (!fill()) {
       if (!io_error_.empty()) {
         return Error::make(ErrorKind::kIo, "{}: read error in record {} at byte {}: {}", path_,
@@ -167,12 +168,11 @@ Expected<bool> RecordReader::next(std::string& record) {
       return Error::make(ErrorKind::kParse,
                          "{}: record {} at byte {} is truncated: its length is {} bytes but the "
                          "file ends after {}",
-                         path_, index, record_offset_, length, copied);
+                         path_, index, record_offset_, length, record.size());
     }
-    const size_t take = std::min(end_ - begin_, static_cast<size_t>(length) - copied);
-    std::memcpy(record.data() + copied, buffer_.data() + begin_, take);
+    const size_t take = std::min(end_ - begin_, static_cast<size_t>(length) - record.size());
+    record.append(buffer_.data() + begin_, take);
     begin_ += take;
-    copied += take;
   }
   ++record_index_;
   return true;

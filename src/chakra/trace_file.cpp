@@ -90,6 +90,16 @@ Expected<bool> TraceReader::next(ChakraProtoMsg::Node& node) {
   Expected<bool> got = records_.next(buffer_);
   if (!got) return got.error();
   if (!*got) return false;
+  if (buffer_.empty()) {
+    // Chakra's Python tools read a zero-length record as the end of the file and ASTRA-sim as a
+    // node without id, name or type; no Chakra writer produces one. Refused rather than guessed
+    // (a compressed run of them would otherwise become millions of empty nodes).
+    return Error::make(ErrorKind::kParse,
+                       "{}: record {} at byte {} is empty (length 0): Chakra's Python tools read "
+                       "that as the end of the file and ASTRA-sim as a node without id or type; "
+                       "no Chakra writer produces one",
+                       records_.path(), records_.record_index(), records_.record_offset());
+  }
   if (!node.ParseFromString(buffer_)) {
     return Error::make(
         ErrorKind::kParse, "{}: record {} at byte {} ({} bytes) does not decode as a Chakra Node",

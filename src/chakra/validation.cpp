@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "chakra/dependency_graph.h"
+#include "core/checked.h"
 #include "core/units.h"
 
 namespace orrery::chakra {
@@ -33,6 +34,8 @@ constexpr std::array<CheckInfo, kCheckCount> kChecks = {{
      "COMM_COLL nodes marked is_cpu_op without comm_type (host-side collective calls)",
      "run as host CPU work for their duration"},
     {"unknown_fields", "nodes with fields this schema does not define", "ignored"},
+    {"out_of_range",
+     "sizes, durations or FLOP counts beyond what orrery simulates exactly (docs/numbers.md)", ""},
 }};
 
 const CheckInfo& info(Check check) { return kChecks[static_cast<size_t>(check)]; }
@@ -53,6 +56,51 @@ constexpr std::array<IntegerAttribute, 9> kIntegerAttributes = {{
     {"comm_tag", true},
     {"comm_priority", true},
 }};
+
+// The limits of core/checked.h for the values a node carries.
+struct AttributeLimit {
+  std::string_view name;
+  uint64_t max;
+  std::string_view limit_text;
+};
+constexpr std::array<AttributeLimit, 3> kAttributeLimits = {{
+    {"comm_size", kMaxBytes, "2^50 bytes (1 PiB)"},
+    {"tensor_size", kMaxBytes, "2^50 bytes (1 PiB)"},
+    {"num_ops", kMaxFlops, "2^62 FLOPs"},
+}};
+
+void check_ranges(const TraceGraph& graph, NodeIndex node, ValidationReport& report) {
+  const uint64_t id = graph.id(node);
+  if (graph.duration_micros(node) > kMaxDurationMicros) {
+    report.add(Check::kOutOfRange, id,
+               fmt::format("node {}: duration_micros {} is more than {} us (2^61 ps, about 26.7 "
+                           "days, the longest run orrery simulates)",
+                           id, format_count(graph.duration_micros(node)),
+                           format_count(kMaxDurationMicros)));
+  }
+  for (const AttributeLimit& limit : kAttributeLimits) {
+    const Attribute* attribute = graph.find_attribute(node, limit.name);
+    if (attribute == nullptr) continue;
+    // Read as unsigned: a uint64 above 2^63 is a size, not a negative number.
+    const bool is_unsigned = attribute->value_case == ValueCase::kUint64Val ||
+                             attribute->value_case == ValueCase::kUint32Val ||
+                             attribute->value_case == ValueCase::kFixed64Val ||
+                             attribute->value_case == ValueCase::kFixed32Val;
+    uint64_t value = 0;
+    if (is_unsigned) {
+      value = attribute->u;
+    } else {
+      Expected<int64_t> signed_value = graph.as_int(node, *attribute);
+      if (!signed_value || *signed_value < 0) continue;  // reported by check_attributes
+      value = static_cast<uint64_t>(*signed_value);
+    }
+    if (value > limit.max) {
+      report.add(Check::kOutOfRange, id,
+                 fmt::format("node {}: {} {} is more than {}, the largest orrery simulates", id,
+                             limit.name, format_count(value), limit.limit_text));
+    }
+  }
+}
 
 void check_attributes(const TraceGraph& graph, NodeIndex node, ValidationReport& report) {
   const uint64_t id = graph.id(node);
@@ -212,9 +260,20 @@ void check_cycles(const TraceGraph& graph, ValidationReport& report) {
   std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
   cycle.push_back(cycle.front());
   const size_t stuck = graph.size() - tracker.completed_count();
+  // A long cycle is shown by its ends: a million-node cycle must not print as a 10 MB line.
+  constexpr size_t kShownEnds = 8;
+  std::string shown;
+  if (cycle.size() <= 2 * kShownEnds + 1) {
+    shown = fmt::format("{}", fmt::join(cycle, " -> "));
+  } else {
+    shown = fmt::format("{} -> ... ({} more) ... -> {}",
+                        fmt::join(cycle.begin(), cycle.begin() + kShownEnds, " -> "),
+                        format_count(cycle.size() - 2 * kShownEnds),
+                        fmt::join(cycle.end() - kShownEnds, cycle.end(), " -> "));
+  }
   report.add(Check::kCycle, cycle.front(),
-             fmt::format("dependency cycle {} ({} nodes can never run)", fmt::join(cycle, " -> "),
-                         format_count(stuck)));
+             fmt::format("dependency cycle {} of {} nodes ({} nodes can never run)", shown,
+                         format_count(cycle.size() - 1), format_count(stuck)));
 }
 
 }  // namespace
@@ -276,6 +335,7 @@ ValidationReport validate_trace(const TraceGraph& graph) {
   for (NodeIndex node = 0; node < graph.size(); ++node) {
     check_node_type(graph, node, report);
     check_attributes(graph, node, report);
+    check_ranges(graph, node, report);
   }
   check_dependencies(graph, report);
   check_cycles(graph, report);

@@ -14,6 +14,9 @@
 // | CPU collective w/o type    | a COMM_COLL with is_cpu_op and no comm_type runs as CPU work |
 // | unknown fields             | ignored                                                   |
 // | duplicate id, cycle, unknown node or collective type, missing or mistyped attribute: fatal |
+// | a duration, size or FLOP count beyond the limits of core/checked.h: fatal                  |
+//
+// Messages stay short whatever the trace: a cycle is printed by its first and last few nodes.
 #pragma once
 
 #include <array>
@@ -40,8 +43,9 @@ enum class Check : uint8_t {
   kBadAttribute,
   kCpuCollectiveWithoutType,
   kUnknownFields,
+  kOutOfRange,
 };
-inline constexpr size_t kCheckCount = 14;
+inline constexpr size_t kCheckCount = 15;
 
 enum class ValidationMode : uint8_t { kLenient, kStrict };
 

@@ -18,6 +18,7 @@
 
 #include "chakra/trace_set.h"
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/units.h"
 #include "gen/dlrm_generator.h"
 #include "gen/inference_generator.h"
@@ -407,7 +408,9 @@ void add_llm_command(CLI::App& gen, int& exit_code) {
                   "Sequences per iteration (all replicas)");
   llm->add_option("--micro-batch", options->plan.micro_batch,
                   "Sequences per micro-batch (default 1)");
-  llm->add_option("--seq", options->plan.seq, "Sequence length (default: the model's)");
+  // 0 is how the plan says "the model's": given on the command line it would silently mean that.
+  llm->add_option("--seq", options->plan.seq, "Sequence length (default: the model's)")
+      ->check(whole_number_at_least(1));
   llm->add_option("--dp", options->plan.dp, "Data-parallel degree");
   llm->add_option("--tp", options->plan.tp, "Tensor-parallel degree");
   llm->add_option("--pp", options->plan.pp, "Pipeline-parallel degree (stages)");
@@ -485,10 +488,19 @@ int list_dlrm_models() {
   fmt::print("{:<12} {:>6} {:>5} {:>14} {:>9} {:<16} {:<22} {:>8}\n", "model", "tables", "dim",
              "rows", "pooling", "bottom MLP", "top MLP", "params");
   for (const gen::DlrmModel& model : gen::dlrm_presets()) {
+    // Lookups per sample of one table, as --pooling sets it (a range when tables differ).
+    uint32_t least = UINT32_MAX;
+    uint32_t most = 0;
+    for (const gen::EmbeddingTable& table : model.tables) {
+      least = std::min(least, table.pooling);
+      most = std::max(most, table.pooling);
+    }
+    const std::string pooling = model.tables.empty() ? std::string("-")
+                                : least == most      ? fmt::format("{}", least)
+                                                     : fmt::format("{}-{}", least, most);
     fmt::print("{:<12} {:>6} {:>5} {:>14} {:>9} {:<16} {:<22} {:>7.2f}B\n", model.name,
                model.tables.size(), model.dim,
-               format_count(model.embedding_parameters() / model.dim),
-               format_count(model.lookups_per_sample()),
+               format_count(model.embedding_parameters() / model.dim), pooling,
                widths_text(model.dense_features, model.bottom_mlp),
                widths_text(model.interaction_width(), model.top_mlp),
                static_cast<double>(model.embedding_parameters() + model.dense_parameters()) / 1e9);

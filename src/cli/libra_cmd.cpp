@@ -17,6 +17,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "design/libra_input.h"
 #include "design/libra_report.h"
 #include "design/libra_simulation.h"
@@ -348,9 +349,11 @@ void add_libra_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--objective", options->objective,
                   "PerfOpt (default), PerfPerCost (time x cost), PerfOptBudget (with --budget)");
   cmd->add_option("--budget", options->budget, "network cost budget in $ (implies PerfOptBudget)")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_number(1e-9, design::kMaxLibraNumber));
   cmd->add_option("--given", options->given,
-                  "a given network's bandwidths to compare with, e.g. --given 250,150,100")
+                  "a given network's bandwidths to compare with, e.g. --given 250,150,100 (each "
+                  "0.001 to 1e9 GB/s)")
+      ->check(finite_number(kMinGbps, kMaxGbps))
       ->delimiter(',');
   cmd->add_option("-o,--output", options->output, "write the result as JSON");
   cmd->add_option("--pareto", options->pareto,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 
@@ -50,6 +51,31 @@ int exec_external(const ExternalVerb& verb, int argc, char** argv) {
   return 1;
 }
 
+// An argument where a verb (or a sub-verb) is expected that names none: CLI11 would answer
+// "A subcommand is required", which hides the typo. Returns the message, or "" when the verbs
+// given are all known (or the first argument is an option, for CLI11 to handle).
+std::string unknown_verb(CLI::App& app, int argc, char** argv) {
+  CLI::App* level = &app;
+  std::string path = "orrery";
+  for (int idx = 1; idx < argc; ++idx) {
+    const std::vector<CLI::App*> verbs = level->get_subcommands({});
+    if (verbs.empty() || argv[idx][0] == '-') return "";
+    CLI::App* next = nullptr;
+    std::vector<std::string> names;
+    for (CLI::App* verb : verbs) {
+      names.push_back(verb->get_name());
+      if (verb->check_name(argv[idx])) next = verb;
+    }
+    if (next == nullptr) {
+      return fmt::format("unknown verb '{}' for {} (expected one of: {}); see {} --help", argv[idx],
+                         path, fmt::join(names, ", "), path);
+    }
+    path += " " + next->get_name();
+    level = next;
+  }
+  return "";
+}
+
 }  // namespace
 }  // namespace orrery::cli
 
@@ -82,10 +108,19 @@ int main(int argc, char** argv) {
     app.add_subcommand(verb.name, verb.description)->allow_extras()->prefix_command();
   }
 
+  if (const std::string unknown = orrery::cli::unknown_verb(app, argc, argv); !unknown.empty()) {
+    fmt::print(stderr, "orrery: error: {}\n", unknown);
+    return 1;
+  }
+  // Usage errors print as every other error does and exit 1 like them (CLI11's own codes, 104 to
+  // 114, would be the only exit codes above 1); --help and --version exit 0.
+  app.failure_message([](const CLI::App* /*app*/, const CLI::Error& error) {
+    return fmt::format("orrery: error: {}\nRun with --help for more information.\n", error.what());
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    return app.exit(error) == 0 ? 0 : 1;
   }
   return exit_code;
 }

@@ -71,7 +71,13 @@ Expected<net::NetworkDescription> load_network(const NetOptions& options) {
                        "missing --network FILE (an ASTRA-sim network file or a graph topology, "
                        ".yml)");
   }
-  return net::load_network_file(options.network);
+  Expected<net::NetworkDescription> described = net::load_network_file(options.network);
+  if (described) {
+    for (const std::string& warning : described->warnings) {
+      fmt::print(stderr, "orrery: warning: {}\n", warning);
+    }
+  }
+  return described;
 }
 
 Expected<net::Rank> parse_rank(const std::string& flag, const std::string& text,

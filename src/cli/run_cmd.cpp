@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/units.h"
 #include "network/backend_registry.h"
 #include "report/rank_set.h"
@@ -94,11 +95,23 @@ int run(RunOptions& options) {
       progress_shown = true;
     };
   }
-  Expected<sim::RunResult> result = sim::run_simulation(
-      options.config,
-      [](const std::string& warning) { fmt::print(stderr, "orrery: warning: {}\n", warning); });
+  // Under --strict a warning is an error: the first is kept and reported once the run returns
+  // (run_simulation reports warnings as it goes and cannot be stopped from here).
+  std::optional<std::string> strict_failure;
+  Expected<sim::RunResult> result =
+      sim::run_simulation(options.config, [&](const std::string& warning) {
+        if (options.strict) {
+          if (!strict_failure) strict_failure = warning;
+          return;
+        }
+        fmt::print(stderr, "orrery: warning: {}\n", warning);
+      });
   if (progress_shown) fmt::print(stderr, "\n");
   if (!result) return report_error(result.error());
+  if (strict_failure) {
+    return report_error(
+        Error::make(ErrorKind::kConfig, "{} (--strict: warnings are errors)", *strict_failure));
+  }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
@@ -211,14 +224,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "roce backend: write per-flow completion times, per-port queue peaks, PAUSE and "
                   "ECN counts and queue samples as JSON");
   cmd->add_option("--compute-scale", config.compute_scale,
-                  "multiply compute times (ASTRA-sim 2.x ignores it)")
-      ->check(CLI::PositiveNumber);
+                  "multiply compute times, 1e-9 to 1e9 (ASTRA-sim 2.x ignores it)")
+      ->check(scale_number());
   cmd->add_option("--comm-scale", config.comm_scale,
-                  "multiply communication sizes (ASTRA-sim 2.x ignores it)")
-      ->check(CLI::PositiveNumber);
+                  "multiply communication sizes, 1e-9 to 1e9 (ASTRA-sim 2.x ignores it); a scaled "
+                  "size above 2^50 bytes is an error")
+      ->check(scale_number());
   cmd->add_option("--injection-scale", config.injection_scale,
-                  "multiply the endpoint delay when the system file sets one (as ASTRA-sim)")
-      ->check(CLI::PositiveNumber);
+                  "multiply the endpoint delay when the system file sets one (as ASTRA-sim), 1e-9 "
+                  "to 1e9")
+      ->check(scale_number());
   cmd->add_option("--num-queues-per-dim", options->queues_per_dim,
                   "ASTRA-sim's queues per dimension (1)");
   cmd->add_option("--logging-folder", options->logging_folder,
@@ -232,7 +247,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dependencies", options->dependencies,
                   "which dependencies order nodes: both (default), data, control")
       ->check(CLI::IsMember({"both", "data", "control"}));
-  cmd->add_flag("--strict", options->strict, "refuse traces with any validation finding");
+  cmd->add_flag("--strict", options->strict,
+                "refuse traces with any validation finding, and every warning (an ignored "
+                "configuration key, a slow setting) as an error");
   cmd->add_flag("-q,--quiet", options->quiet, "no per-rank lines, only the summary");
   cmd->add_option("-o,--output", options->output,
                   "write the results as JSON: ranks, collectives, links, summary");

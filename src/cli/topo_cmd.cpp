@@ -47,6 +47,9 @@ Expected<std::shared_ptr<const net::Graph>> load_graph(const std::string& file) 
   if (file.empty()) return Error::make(ErrorKind::kInvalidArgument, "missing FILE");
   Expected<net::NetworkDescription> described = net::load_network_file(file);
   if (!described) return described.error();
+  for (const std::string& warning : described->warnings) {
+    fmt::print(stderr, "orrery: warning: {}\n", warning);
+  }
   if (described->graph) return described->graph;
   Expected<net::Graph> graph = net::graph_from_topology(described->logical);
   if (!graph) return graph.error().with_context(file);

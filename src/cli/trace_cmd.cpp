@@ -229,6 +229,12 @@ int run_to_json(const ConvertOptions& options) {
                                     "<prefix>.<rank>.json)",
                                     options.target, files->paths.size()));
   }
+  // The prefix's folder is made, as `gen` makes its output folder (json/workload.<r>.json).
+  if (const std::filesystem::path folder = std::filesystem::path(options.output).parent_path();
+      !folder.empty()) {
+    std::error_code ignored;
+    std::filesystem::create_directories(folder, ignored);
+  }
   std::vector<std::optional<Error>> errors(files->paths.size());
   parallel_for(files->paths.size(), 0, [&](size_t rank) {
     const std::string path = fmt::format("{}.{}.json", options.output, rank);
@@ -421,7 +427,8 @@ void add_trace_command(CLI::App& app, int& exit_code) {
         "--from-dp 8 --dp 1024 -o big/w");
     cmd->add_option("trace", options->target, "a prefix P of rank files P.0.et, P.1.et, ...")
         ->required();
-    cmd->add_option("-g,--comm-group", options->groups,
+    // --comm-groups as `orrery run` spells it; --comm-group kept for the scripts that use it.
+    cmd->add_option("-g,--comm-groups,--comm-group", options->groups,
                     "communicator-group file of the input (pg_name -> ranks)");
     cmd->add_option("--from-dp", options->from_dp, "Data-parallel degree of the input")->required();
     cmd->add_option("--dp", options->dp, "Data-parallel degree to write")->required();

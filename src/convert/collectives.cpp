@@ -5,6 +5,8 @@
 #include <cctype>
 #include <utility>
 
+#include "core/checked.h"
+
 namespace orrery::convert {
 
 namespace {
@@ -142,7 +144,7 @@ std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op
     const std::optional<int64_t> elements = trace.attr_int(*meta, "in_msg_nelems");
     const std::optional<std::string> dtype = trace.attr_string(*meta, "dtype");
     if (elements && *elements > 0 && dtype && dtype_bytes(*dtype) > 0) {
-      spec.bytes = static_cast<uint64_t>(*elements) * dtype_bytes(*dtype);
+      spec.bytes = saturating_mul(static_cast<uint64_t>(*elements), dtype_bytes(*dtype));
       spec.size_source = "in_msg_nelems x dtype of record_param_comms";
     } else {
       spec.bytes = tensor_bytes(meta->inputs);
@@ -154,7 +156,7 @@ std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op
     const std::optional<std::string> dtype = kernel_arg_string(kernel, "dtype");
     if (elements != nullptr && json_int(*elements) && *json_int(*elements) > 0 && dtype &&
         dtype_bytes(*dtype) > 0) {
-      spec.bytes = static_cast<uint64_t>(*json_int(*elements)) * dtype_bytes(*dtype);
+      spec.bytes = saturating_mul(static_cast<uint64_t>(*json_int(*elements)), dtype_bytes(*dtype));
       spec.size_source = "In msg nelems x dtype of the Kineto kernel";
     }
   }

@@ -646,8 +646,14 @@ Expected<HostTrace> parse_host_trace(const std::string& path, const nlohmann::js
   return parse_host_text(path, doc.dump());
 }
 
-void collect_tensors(const nlohmann::json& value, std::vector<HostTensor>& out) {
-  if (!value.is_array()) return;
+namespace {
+
+// Tensors sit at most a few lists deep (a list of lists of tensors); deeper nesting is not a
+// trace's, and unbounded recursion on it would exhaust the stack.
+constexpr int kMaxTensorNesting = 32;
+
+void collect_tensors_at(const nlohmann::json& value, std::vector<HostTensor>& out, int depth) {
+  if (!value.is_array() || depth > kMaxTensorNesting) return;
   if (value.size() == 6 && value[5].is_string() && json_int(value[3]) && json_int(value[4])) {
     const int64_t elements = *json_int(value[3]);
     const int64_t bytes = *json_int(value[4]);
@@ -656,7 +662,13 @@ void collect_tensors(const nlohmann::json& value, std::vector<HostTensor>& out) 
     }
     return;
   }
-  for (const nlohmann::json& item : value) collect_tensors(item, out);
+  for (const nlohmann::json& item : value) collect_tensors_at(item, out, depth + 1);
+}
+
+}  // namespace
+
+void collect_tensors(const nlohmann::json& value, std::vector<HostTensor>& out) {
+  collect_tensors_at(value, out, 0);
 }
 
 uint64_t tensor_bytes(const HostIo& io) {
@@ -675,7 +687,7 @@ uint64_t tensor_bytes(const HostIo& io) {
     collect_tensors((*io.values)[index], tensors);
   }
   uint64_t total = 0;
-  for (const HostTensor& tensor : tensors) total += tensor.bytes();
+  for (const HostTensor& tensor : tensors) total = saturating_add(total, tensor.bytes());
   return total;
 }
 

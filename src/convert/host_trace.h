@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace orrery::convert {
@@ -38,7 +39,9 @@ enum class HostLayout : uint8_t { kFlat, kAttrs };
 struct HostTensor {
   uint64_t num_elem = 0;
   uint64_t elem_bytes = 0;
-  uint64_t bytes() const { return num_elem * elem_bytes; }
+  // Saturates (a forged count must not wrap to a small size); validation refuses what passes
+  // 2^50 bytes.
+  uint64_t bytes() const { return saturating_mul(num_elem, elem_bytes); }
 };
 
 // Values, shapes and types of a node's inputs or outputs: compact JSON text ("" when absent), and

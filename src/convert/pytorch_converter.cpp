@@ -9,6 +9,7 @@
 #include "chakra/trace_file.h"
 #include "convert/collectives.h"
 #include "convert/trace_linker.h"
+#include "core/checked.h"
 #include "core/units.h"
 #include "chakra/comm_groups.h"
 
@@ -182,6 +183,40 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
                 fmt::format("{} (parent {})", describe_op(op), *op.parent));
     }
   }
+  // Parents that lead back to the op itself through others: PyTorch's call tree has no such
+  // cycle (its root, the process annotation, is its own parent, which is how a root is written),
+  // so the file is damaged. The ops still convert (the chain follows ids, not parents), but the
+  // tree above them means nothing; each op on such a cycle is named once. Walks share their marks:
+  // O(ops).
+  {
+    std::vector<uint8_t> state(ops.size(), 0);  // 0 unseen, 1 on the current walk, 2 done
+    std::vector<size_t> walk;
+    for (size_t start = 0; start < ops.size(); ++start) {
+      std::optional<size_t> current = start;
+      while (current && state[*current] == 0) {
+        state[*current] = 1;
+        walk.push_back(*current);
+        const std::optional<size_t> parent =
+            ops[*current].parent ? host.find(*ops[*current].parent) : std::nullopt;
+        current = parent == current ? std::nullopt : parent;  // a root ends the walk
+      }
+      if (current && state[*current] == 1) {
+        // walk from *current to its end is the cycle.
+        bool on_cycle = false;
+        for (const size_t index : walk) {
+          on_cycle = on_cycle || index == *current;
+          if (on_cycle) {
+            notes.add(
+                "ops whose parents form a cycle (the call tree is damaged; taken as "
+                "top-level)",
+                false, fmt::format("{} (parent {})", describe_op(ops[index]), *ops[index].parent));
+          }
+        }
+      }
+      for (const size_t index : walk) state[index] = 2;
+      walk.clear();
+    }
+  }
   std::vector<size_t> chain;
   uint64_t max_id = 0;
   for (size_t index = 0; index < ops.size(); ++index) {
@@ -349,8 +384,10 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
     node.launcher = *parent;
     node.entry = index;
     node.launch_ns = launch_ns[*parent];
-    node.gpu_ts_ns = op.ts_us ? static_cast<int64_t>(*op.ts_us * 1000.0) : 0;
-    node.dur_ns = op.exclusive_dur_us ? static_cast<int64_t>(*op.exclusive_dur_us * 1000.0) : 0;
+    // Saturating, not a cast that is undefined out of range: a duration beyond any run is then
+    // refused by validation with the node named (docs/numbers.md).
+    node.gpu_ts_ns = op.ts_us ? saturating_trunc_i64(*op.ts_us * 1000.0) : 0;
+    node.dur_ns = op.exclusive_dur_us ? saturating_trunc_i64(*op.exclusive_dur_us * 1000.0) : 0;
     node.stream = op.stream.value_or(-1);
     node.name = std::string(op.name);
     if (contains_nocase(op.name, "nccl")) {
@@ -454,7 +491,7 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
       }
     } else if (op.exclusive_dur_us) {
       any_host_duration = true;
-      node.set_duration_micros(micros(static_cast<int64_t>(*op.exclusive_dur_us * 1000.0)));
+      node.set_duration_micros(micros(saturating_trunc_i64(*op.exclusive_dur_us * 1000.0)));
     }
     set_io(node.mutable_inputs(), op.inputs);
     set_io(node.mutable_outputs(), op.outputs);
@@ -489,7 +526,7 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
       if (spec.name.kind == CommKind::kCollective) {
         node.set_type(ChakraProtoMsg::COMM_COLL_NODE);
         add_int(node, "comm_type", spec.name.type);
-        add_int(node, "comm_size", static_cast<int64_t>(spec.bytes));
+        add_int(node, "comm_size", static_cast<int64_t>(std::min<uint64_t>(spec.bytes, INT64_MAX)));
         if (!spec.pg_name.empty()) add_string(node, "pg_name", spec.pg_name);
         record.comm_type = spec.name.type;
       } else {
@@ -512,7 +549,7 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
         }
         node.set_type(send ? ChakraProtoMsg::COMM_SEND_NODE : ChakraProtoMsg::COMM_RECV_NODE);
         add_int(node, send ? "comm_dst" : "comm_src", peer);
-        add_int(node, "comm_size", static_cast<int64_t>(spec.bytes));
+        add_int(node, "comm_size", static_cast<int64_t>(std::min<uint64_t>(spec.bytes, INT64_MAX)));
         add_int(node, "comm_tag", spec.tag);
         if (!spec.pg_name.empty()) add_string(node, "pg_name", spec.pg_name);
         record.peer = peer;

@@ -7,6 +7,10 @@
 // event once the queue's block pool has grown (core/event_queue.h). Events at equal times are
 // handled in the order they were scheduled, so a run is bit-for-bit repeatable.
 //
+// Time never goes past kSimTimeLimitPs (2^61 ps): an event at or after it is not handled; the loop
+// stops and time_limit_reached() says why, so that the caller reports the run as out of range
+// rather than a wrapped-around or saturated clock as a result (docs/numbers.md).
+//
 // An engine is an ordinary object: it holds no global state and any number can live in one process
 // (sweeps, tests). It is single-threaded. To cancel an event, a component keeps a generation
 // counter and ignores events that carry a stale one; the queue is never searched.
@@ -87,6 +91,9 @@ class EventEngine {
   // Asks the running loop to return after the current event. Call from inside an event.
   void stop() { stop_requested_ = true; }
 
+  // Whether a loop stopped at an event at or after kSimTimeLimitPs (that event stays unhandled).
+  bool time_limit_reached() const { return time_limit_reached_; }
+
   bool empty() const { return queue_.empty(); }
   size_t pending() const { return queue_.size(); }
   // Time of the next pending event. Requires !empty().
@@ -115,6 +122,7 @@ class EventEngine {
   SimTime last_event_ = SimTime::zero();
   uint64_t handled_ = 0;
   bool stop_requested_ = false;
+  bool time_limit_reached_ = false;
 };
 
 }  // namespace orrery

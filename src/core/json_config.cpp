@@ -1,8 +1,12 @@
 #include "core/json_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include "core/checked.h"
 
 namespace orrery {
 
@@ -14,18 +18,108 @@ Expected<JsonConfig> JsonConfig::load(const std::string& path) {
   return parse(path, buffer.str());
 }
 
+namespace {
+
+// The 1-based line of the `occurrence`-th (0-based) place where `"key"` is written as a key (the
+// quoted text followed by a colon), 0 when there is none.
+int line_of_key(const std::string& text, std::string_view key, int occurrence) {
+  const std::string quoted = fmt::format("\"{}\"", key);
+  size_t at = 0;
+  int seen = 0;
+  while ((at = text.find(quoted, at)) != std::string::npos) {
+    size_t after = at + quoted.size();
+    while (after < text.size() && (text[after] == ' ' || text[after] == '\t' ||
+                                   text[after] == '\n' || text[after] == '\r')) {
+      ++after;
+    }
+    if (after < text.size() && text[after] == ':' && seen++ == occurrence) {
+      return 1 + static_cast<int>(std::count(text.begin(),
+                                             text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    }
+    at += quoted.size();
+  }
+  return 0;
+}
+
+int line_at_byte(const std::string& text, size_t byte) {
+  const size_t end = std::min(byte, text.size());
+  return 1 + static_cast<int>(
+                 std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+}
+
+}  // namespace
+
 Expected<JsonConfig> JsonConfig::parse(const std::string& path, std::string text) {
   JsonConfig config;
   config.path_ = path;
   config.text_ = std::move(text);
+  // Duplicate keys are an error: nlohmann keeps the last, other readers the first, and a file that
+  // says two things should not be read as either. A key's duplicates are found per object (one
+  // set of keys per open object); how often each key was seen before tells which of its places
+  // in the text holds the repeat.
+  std::vector<std::vector<std::string>> open_objects;
+  std::map<std::string, int, std::less<>> seen_as_key;
+  std::optional<std::pair<std::string, int>> duplicate;
+  // Nesting is bounded too: printing a value (json_excerpt) recurses, and no configuration nests
+  // more than a few levels.
+  constexpr int kMaxDepth = 64;
+  bool too_deep = false;
+  auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (depth > kMaxDepth) {
+      too_deep = true;
+      return false;  // discarded, never built
+    }
+    if (event == Event::object_start) {
+      open_objects.emplace_back();
+    } else if (event == Event::object_end) {
+      if (!open_objects.empty()) open_objects.pop_back();
+    } else if (event == Event::key && !open_objects.empty()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      std::vector<std::string>& keys = open_objects.back();
+      const int occurrence = seen_as_key[key]++;
+      if (!duplicate && std::find(keys.begin(), keys.end(), key) != keys.end()) {
+        duplicate.emplace(key, occurrence);
+      }
+      keys.push_back(key);
+    }
+    return true;
+  };
   try {
-    config.doc_ = nlohmann::json::parse(config.text_);
+    config.doc_ = nlohmann::json::parse(config.text_, callback);
   } catch (const nlohmann::json::parse_error& error) {
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
     std::string message = error.what();
     if (const size_t at = message.find("parse error"); at != std::string::npos)
       message = message.substr(at);
     return Error::make(ErrorKind::kParse, "{}: {}", path, message);
+  } catch (const nlohmann::json::exception& error) {
+    // A number beyond a double's range ("1e999"): nlohmann reports it without a position, but
+    // names the text, which is found to give the line.
+    std::string message = error.what();
+    if (const size_t at = message.find("] "); at != std::string::npos)
+      message = message.substr(at + 2);
+    int line = 0;
+    if (const size_t open = message.find('\''); open != std::string::npos) {
+      const size_t close = message.find('\'', open + 1);
+      if (close != std::string::npos) {
+        const size_t found = config.text_.find(message.substr(open + 1, close - open - 1));
+        if (found != std::string::npos) line = line_at_byte(config.text_, found);
+      }
+    }
+    if (line > 0) return Error::make(ErrorKind::kParse, "{}:{}: {}", path, line, message);
+    return Error::make(ErrorKind::kParse, "{}: {}", path, message);
+  }
+  if (too_deep) {
+    return Error::make(ErrorKind::kParse, "{}: lists or objects nested more than {} deep", path,
+                       kMaxDepth);
+  }
+  if (duplicate) {
+    const int line = line_of_key(config.text_, duplicate->first, duplicate->second);
+    const int first = line_of_key(config.text_, duplicate->first, 0);
+    return Error::make(ErrorKind::kConfig,
+                       "{}:{}: key '{}' is given twice (first on line {}); a key may appear once",
+                       path, line, duplicate->first, first);
   }
   return config;
 }
@@ -49,7 +143,10 @@ Error JsonConfig::error(std::string_view key, std::string_view what) const {
 }
 
 std::string json_excerpt(const nlohmann::json& value) {
-  std::string text = value.dump();
+  // Text from a file may hold bytes that are not UTF-8 (a trace's METADATA node): they print as
+  // U+FFFD; nlohmann's default would throw from inside an error message (found by
+  // fuzz_json_config).
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return text;
 }
@@ -58,13 +155,25 @@ Expected<std::optional<int64_t>> JsonConfig::get_int(std::string_view key, int64
                                                      int64_t max) const {
   if (!doc_.is_object() || !doc_.contains(key)) return std::optional<int64_t>();
   const nlohmann::json& value = doc_.at(std::string(key));
+  auto out_of_range = [&] {
+    return error(key, fmt::format("expected an integer from {} to {}, found {}", min, max,
+                                  json_excerpt(value)));
+  };
   int64_t number = 0;
-  if (value.is_number_integer()) {
+  if (value.is_number_unsigned()) {
+    if (value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return out_of_range();
+    number = static_cast<int64_t>(value.get<uint64_t>());
+  } else if (value.is_number_integer()) {
     number = value.get<int64_t>();
-  } else if (value.is_number_float() &&
-             value.get<double>() ==
-                 static_cast<double>(static_cast<int64_t>(value.get<double>()))) {
-    number = static_cast<int64_t>(value.get<double>());
+  } else if (value.is_number_float()) {
+    // A whole number written with a fraction or exponent ("4.0", "1e3"); the range is checked
+    // before the conversion, which is undefined beyond int64.
+    const double real = value.get<double>();
+    if (!std::isfinite(real) || real != std::floor(real)) {
+      return error(key, fmt::format("expected an integer, found {}", json_excerpt(value)));
+    }
+    if (real < -9.2e18 || real > 9.2e18) return out_of_range();
+    number = static_cast<int64_t>(real);
   } else {
     return error(key, fmt::format("expected an integer, found {}", json_excerpt(value)));
   }
@@ -86,6 +195,18 @@ Expected<std::optional<double>> JsonConfig::get_number(std::string_view key,
     return error(key, fmt::format("expected a number above {}, found {}", min_exclusive,
                                   json_excerpt(value)));
   }
+  return std::optional<double>(number);
+}
+
+Expected<std::optional<double>> JsonConfig::get_number_in(std::string_view key, double min,
+                                                          double max, std::string_view unit) const {
+  if (!doc_.is_object() || !doc_.contains(key)) return std::optional<double>();
+  const nlohmann::json& value = doc_.at(std::string(key));
+  if (!value.is_number()) {
+    return error(key, fmt::format("expected a number, found {}", json_excerpt(value)));
+  }
+  const double number = value.get<double>();
+  if (!in_range(number, min, max)) return error(key, range_message(number, min, max, unit));
   return std::optional<double>(number);
 }
 

@@ -19,7 +19,8 @@ namespace orrery {
 
 class JsonConfig {
  public:
-  // Reads and parses `path`. Fails on a missing file or a syntax error (with line and column).
+  // Reads and parses `path`. Fails on a missing file, a syntax error (with line and column), a
+  // number beyond a double's range, or a key written twice in one object (with both lines).
   static Expected<JsonConfig> load(const std::string& path);
   // Parses `text` as if read from `path` (for tests and embedded defaults).
   static Expected<JsonConfig> parse(const std::string& path, std::string text);
@@ -37,6 +38,9 @@ class JsonConfig {
   // Typed reads of a top-level key; nullopt when absent, an Error when present but unusable.
   Expected<std::optional<int64_t>> get_int(std::string_view key, int64_t min, int64_t max) const;
   Expected<std::optional<double>> get_number(std::string_view key, double min_exclusive) const;
+  // A number within [min, max] (finite); the error states the range and `unit`.
+  Expected<std::optional<double>> get_number_in(std::string_view key, double min, double max,
+                                                std::string_view unit = "") const;
   Expected<std::optional<std::string>> get_string(std::string_view key) const;
   Expected<std::optional<std::vector<std::string>>> get_string_list(std::string_view key) const;
 

@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/checked.h"
 #include "gen/llm_options.h"
 #include "network/yaml_text.h"
 
@@ -102,6 +103,17 @@ bool read_number(Cursor& cursor, double& value) {
   return stop != copy.c_str();
 }
 
+// Numbers in constraints are bounded (kMaxLibraNumber): the LP and NLP solvers scale the problem
+// by its coefficients, and GLPK aborts the process on a scale factor it cannot represent
+// ('sum = 1e308').
+Status check_constraint_number(double value, std::string_view text) {
+  if (!in_range(value, 0.0, kMaxLibraNumber)) {
+    return Error::make(ErrorKind::kConfig, "constraint '{}': the number {} is out of range ({})",
+                       text, format_number(value), range_message(value, 0.0, kMaxLibraNumber));
+  }
+  return Status::ok();
+}
+
 // Parses one side: adds sign * terms into coefficients and constant.
 Status parse_side(Cursor& cursor, double sign, size_t dims, std::vector<double>& coefficients,
                   double& constant, std::string_view text) {
@@ -118,6 +130,9 @@ Status parse_side(Cursor& cursor, double sign, size_t dims, std::vector<double>&
     first = false;
     double factor = 1.0;
     const bool has_number = read_number(cursor, factor);
+    if (has_number) {
+      if (Status status = check_constraint_number(factor, text); !status) return status;
+    }
     if (cursor.peek() == '*') ++cursor.pos;
     cursor.skip();
     size_t start = cursor.pos;
@@ -599,6 +614,10 @@ Expected<Problem> load_problem(const std::string& path) {
   if (const YAML::Node budget = root["budget"]) {
     Expected<double> b = as_number(path, budget, "budget");
     if (!b) return b.error();
+    if (!in_range(*b, 0.0, kMaxLibraNumber)) {
+      return node_error(path, budget,
+                        fmt::format("'budget': {}", range_message(*b, 0.0, kMaxLibraNumber, "$")));
+    }
     problem.budget = *b;
   }
   if (const YAML::Node baseline = root["baseline"]) {
@@ -608,6 +627,11 @@ Expected<Problem> load_problem(const std::string& path) {
     for (const YAML::Node& item : baseline) {
       Expected<double> b = as_number(path, item, "baseline");
       if (!b) return b.error();
+      if (!in_range(*b, kMinGbps, kMaxGbps)) {
+        return node_error(
+            path, item,
+            fmt::format("'baseline': {}", range_message(*b, kMinGbps, kMaxGbps, "GB/s")));
+      }
       problem.baseline.push_back(*b);
     }
   }

@@ -19,8 +19,13 @@
 
 namespace orrery::design {
 
+// The largest number a constraint, budget or cost may hold: 10^15 (a sum of 10^6 dimensions at
+// 10^9 GB/s; a budget of a quadrillion dollars). Beyond it the solvers' scaling breaks down.
+inline constexpr double kMaxLibraNumber = 1e15;
+
 // "B0 + 2*B1 <= 300", "sum = 500" (sum of all B), "B0 >= B1", "B2 + B3 == 200", "B1 = 0.5 B0".
-// Terms are numbers, B<d> (also b<d>, BW<d>) and sum, each with an optional numeric factor.
+// Terms are numbers, B<d> (also b<d>, BW<d>) and sum, each with an optional numeric factor; every
+// number is finite and at most kMaxLibraNumber.
 Expected<LinearConstraint> parse_constraint(std::string_view text, size_t dims);
 
 Expected<std::vector<Dimension>> load_libra_network(const std::string& path);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/checked.h"
 #include "core/json_config.h"
 
 namespace orrery::gen {
@@ -369,11 +370,17 @@ Status validate_dlrm_plan(const DlrmModel& model, const DlrmPlan& plan) {
         "the embedding dimension {}",
         plan.ranks, model.dim));
   }
-  // The largest sizes must fit in 64 bits: B T P x N indices, B T d element bytes.
+  // The largest sizes (B T P x N indices, B T d element bytes) stay within what a run simulates:
+  // 2^50 bytes per collective (core/checked.h), an upper bound computed in doubles (no wrap).
   const double largest = static_cast<double>(plan.global_batch) *
                          static_cast<double>(model.lookups_per_sample() + model.tables.size()) *
                          static_cast<double>(std::max<uint64_t>(model.dim, plan.ranks)) * 8.0;
-  if (largest > 1e18) return model_error("--global-batch is too large for this model");
+  if (largest > static_cast<double>(kMaxBytes)) {
+    return model_error(fmt::format(
+        "--global-batch {}: the largest collective could carry about {} bytes, more than 2^50 "
+        "(1 PiB), the largest size orrery simulates",
+        plan.global_batch, format_number(largest)));
+  }
   return Status::ok();
 }
 

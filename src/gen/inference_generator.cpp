@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "gen/llm_plan.h"
+
 namespace orrery::gen {
 
 namespace {
@@ -247,6 +249,14 @@ Status validate_inference_plan(const TransformerModel& model, InferencePlan& pla
   if (plan.micro_batches == 0 || plan.micro_batches > plan.requests()) {
     return plan_error(fmt::format("--micro-batches {}: expected 1 to the {} requests",
                                   plan.micro_batches, plan.requests()));
+  }
+  // Every decode step runs every layer of a rank's stage: at least one node each.
+  const uint64_t layers_per_rank = std::max<uint64_t>(1, model.layers / plan.pp);
+  if (const uint64_t nodes = uint64_t{plan.steps()} * layers_per_rank; nodes > kMaxNodesPerRank) {
+    return plan_error(fmt::format(
+        "--output-lengths: {} decode steps make at least {} nodes per rank, more than the {} a "
+        "generated rank file may hold",
+        plan.steps(), nodes, kMaxNodesPerRank));
   }
   const uint64_t tags = static_cast<uint64_t>(plan.steps()) * plan.micro_batches * (plan.pp + 1ULL);
   if (tags > static_cast<uint64_t>(INT32_MAX)) {

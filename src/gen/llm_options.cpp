@@ -61,7 +61,14 @@ Status set_llm_option(LlmOptions& options, std::string_view raw_name, std::strin
   } else if (name == "micro-batch") {
     return parse_unsigned(name, value, options.micro_batch);
   } else if (name == "seq") {
-    return parse_unsigned(name, value, options.seq);
+    if (Status status = parse_unsigned(name, value, options.seq); !status) return status;
+    // 0 stands for "the model's" inside the plan; written by hand it is a mistake, not a default.
+    if (options.seq == 0) {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "--seq 0: a sequence has at least 1 token (leave --seq out for the "
+                         "model's length)");
+    }
+    return Status::ok();
   } else if (name == "dp") {
     return parse_unsigned(name, value, options.dp);
   } else if (name == "tp") {

@@ -47,6 +47,13 @@ Status validate_plan(const TransformerModel& model, ParallelPlan& plan) {
   }
   if (plan.micro_batch == 0) return plan_error("--micro-batch 0: expected 1 or more sequences");
   if (plan.global_batch == 0) return plan_error("missing --global-batch (sequences per iteration)");
+  // Checked before the product below is formed: it could wrap (to 0, a division by zero).
+  if (plan.micro_batch > plan.global_batch || plan.micro_batch * plan.dp > plan.global_batch) {
+    return plan_error(fmt::format(
+        "--global-batch {} is smaller than --micro-batch x --dp = {} x {} (one micro-batch per "
+        "replica at least)",
+        plan.global_batch, plan.micro_batch, plan.dp));
+  }
   if (plan.global_batch % (plan.micro_batch * plan.dp) != 0) {
     return plan_error(
         fmt::format("--global-batch {} is not a multiple of --micro-batch x --dp = {} x {} = {}",
@@ -121,6 +128,15 @@ Status validate_plan(const TransformerModel& model, ParallelPlan& plan) {
         fmt::format("--pp {} x --virtual-stages {} = {} pipeline stages exceed the {} "
                     "layers of {}",
                     plan.pp, plan.virtual_stages, plan.chunks(), model.layers, model.name));
+  }
+  // Every micro-batch runs forward and backward through every layer of a rank's stage: at least
+  // two nodes each. A plan beyond kMaxNodesPerRank would be refused only by running out of memory.
+  const uint64_t layers_per_rank = std::max<uint64_t>(1, model.layers / plan.pp);
+  if (const uint64_t nodes = plan.micro_batches() * 2 * layers_per_rank; nodes > kMaxNodesPerRank) {
+    return plan_error(fmt::format(
+        "--global-batch {}: {} micro-batches per pipeline make at least {} nodes per rank, more "
+        "than the {} a generated rank file may hold (raise --micro-batch or --dp)",
+        plan.global_batch, plan.micro_batches(), nodes, kMaxNodesPerRank));
   }
   // Tags of pipeline messages are int32: (micro-batch, direction, boundary) must fit.
   if (plan.micro_batches() * 2 * plan.chunks() > static_cast<uint64_t>(INT32_MAX)) {

@@ -24,6 +24,12 @@
 
 namespace orrery::gen {
 
+// The most nodes a generator writes into one rank file (2^24, about 16.8 million): plans beyond it
+// (a million micro-batches, a hundred million decode steps) are refused by name rather than by
+// running out of memory. Real plans stay far below: gpt3-175b at global batch 1,536 on pp 16 is
+// about 50,000 nodes per rank.
+inline constexpr uint64_t kMaxNodesPerRank = uint64_t{1} << 24;
+
 enum class PipelineSchedule : uint8_t { k1F1B, kInterleaved };
 
 struct ParallelPlan {

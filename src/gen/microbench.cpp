@@ -12,6 +12,8 @@
 
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
+#include "core/checked.h"
+#include "core/units.h"
 
 namespace orrery::gen {
 
@@ -142,9 +144,18 @@ Status check_spec(const MicrobenchSpec& spec, const std::string& prefix) {
     return Error::make(ErrorKind::kInvalidArgument, "{} of 0 bytes: give a size of 1 byte or more",
                        name);
   }
-  if (spec.bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+  // The ranges every trace is validated against (core/checked.h).
+  if (spec.bytes > kMaxBytes) {
     return Error::make(ErrorKind::kInvalidArgument,
-                       "{} bytes do not fit comm_size (an int64 attribute)", spec.bytes);
+                       "--size {} bytes: more than 2^50 bytes (1 PiB), the largest size orrery "
+                       "simulates",
+                       format_count(spec.bytes));
+  }
+  if (spec.compute_us > kMaxDurationMicros) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "--compute-us {}: more than {} us (2^61 ps, the longest run orrery "
+                       "simulates)",
+                       format_count(spec.compute_us), format_count(kMaxDurationMicros));
   }
   if (spec.kind == MicrobenchKind::kSendRecv && !spec.pg_name.empty()) {
     return Error::make(ErrorKind::kInvalidArgument,

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <utility>
 
+#include "core/checked.h"
+
 namespace orrery::memory {
 
 RemoteMemory::RemoteMemory(RemoteMemoryConfig config, uint32_t ranks) : config_(std::move(config)) {
@@ -31,7 +33,7 @@ SimTime RemoteMemory::cost(uint64_t bytes) const {
   // truncated the same way, keeps whole-nanosecond agreement where bytes / bw is a near-integer.
   const double transfer_ns = static_cast<double>(bytes) / (config_.bandwidth_gbps * 1e9) * 1e9;
   return SimTime::from_ns_rounded(config_.latency_ns) +
-         SimTime::from_ns(static_cast<int64_t>(std::floor(transfer_ns)));
+         SimTime::from_ns(saturating_trunc_i64(std::floor(transfer_ns)));
 }
 
 int64_t RemoteMemory::fifo_of(uint32_t rank) const {

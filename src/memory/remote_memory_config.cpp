@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/checked.h"
 #include "core/json_config.h"
 
 namespace orrery::memory {
@@ -68,20 +69,19 @@ Expected<RemoteMemoryConfig> read_remote_memory_config(const JsonConfig& config)
 
   // Every expansion type times an access as latency + bytes / bandwidth.
   const std::string type_name(found->name);
+  // Ranges (core/checked.h): an access of at most 2^50 bytes at 0.001 GB/s or more takes under
+  // 2^60 ns, so the conversion to picoseconds saturates at worst, and the run's time limit says so.
   Expected<std::optional<double>> latency =
-      config.get_number("remote-mem-latency", -std::numeric_limits<double>::infinity());
+      config.get_number_in("remote-mem-latency", 0.0, kMaxLatencyNs, "ns");
   if (!latency) return latency.error();
   if (!latency->has_value()) {
     return config.error("remote-mem-latency", fmt::format("missing: {} needs the access latency "
                                                           "in ns",
                                                           type_name));
   }
-  if (**latency < 0) {
-    return config.error("remote-mem-latency",
-                        fmt::format("expected a latency of 0 ns or more, found {}", **latency));
-  }
   out.latency_ns = **latency;
-  Expected<std::optional<double>> bandwidth = config.get_number("remote-mem-bw", 0.0);
+  Expected<std::optional<double>> bandwidth =
+      config.get_number_in("remote-mem-bw", kMinGbps, kMaxGbps, "GB/s");
   if (!bandwidth) return bandwidth.error();
   if (!bandwidth->has_value()) {
     return config.error("remote-mem-bw",

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "core/checked.h"
+
 namespace orrery::net {
 
 SimTime analytical_delay(const Topology& topology, Rank src, Rank dst, uint64_t bytes) {
@@ -30,7 +32,7 @@ void AnalyticalBackend::set_listener(DeliveryListener& listener) {
 void AnalyticalBackend::occupy(uint32_t slot, uint64_t bytes, SimTime serialization,
                                SimTime delivery) {
   LinkCounters& counters = links_.counters(slot);
-  counters.bytes += bytes;
+  counters.bytes = saturating_add(counters.bytes, bytes);
   counters.busy += serialization;
   ++counters.messages;
   if (slot >= on_link_.size()) on_link_.resize(slot + 1);

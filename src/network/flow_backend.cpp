@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "core/checked.h"
 #include "core/slot_pool.h"
 #include "network/graph_congestion_backend.h"
 
@@ -156,7 +157,7 @@ void FlowBackend::start(uint32_t index, const Path& path, uint64_t bytes, uint64
     }
     flow.latency += fabric_->link_latency(link);
     LinkCounters& counters = links_.counters(slot);
-    counters.bytes += bytes;
+    counters.bytes = saturating_add(counters.bytes, bytes);
     counters.busy += fabric_->link_bandwidth(link).serialization_time(bytes);
     ++counters.messages;
     if (transmits) {
@@ -445,7 +446,7 @@ void GraphAnalyticalBackend::deliver_over(const Path& path, uint64_t bytes, uint
     const uint32_t slot = links_.slot(link);
     if (slot == on_link_.size()) on_link_.emplace_back();
     LinkCounters& counters = links_.counters(slot);
-    counters.bytes += bytes;
+    counters.bytes = saturating_add(counters.bytes, bytes);
     counters.busy += fabric_->link_bandwidth(link).serialization_time(bytes);
     ++counters.messages;
     auto& present = on_link_[slot];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "core/checked.h"
 #include "core/slot_pool.h"
 
 namespace orrery::net {
@@ -103,7 +104,7 @@ void GraphCongestionBackend::transmit(uint32_t index, uint32_t slot) {
       astra ? truncate_to_ns(serialization + queue.latency) : serialization + queue.latency;
   queue.busy_until = now + busy;
   LinkCounters& counters = links_.counters(slot);
-  counters.bytes += message.bytes;
+  counters.bytes = saturating_add(counters.bytes, message.bytes);
   counters.busy += busy;
   ++counters.messages;
   (void)engine_.schedule_at(now + arrival, id_, kArrive, index);

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/checked.h"
 #include "network/topology_yaml.h"
 #include "network/yaml_text.h"
 
@@ -401,6 +402,11 @@ class GraphReader {
         }
         (end == 0 ? out.src : out.dst) = found->second;
       }
+      if (out.src == out.dst) {
+        return fail(line, "link [{}, {}] connects '{}' to itself; a cable joins two nodes",
+                    link[0].as<std::string>(), link[1].as<std::string>(),
+                    link[0].as<std::string>());
+      }
       Expected<Bandwidth> bw = parse_bandwidth_text(link[2].as<std::string>());
       if (!bw) return fail(line, "link bandwidth: {}", bw.error().message());
       Expected<SimTime> lat = parse_latency_text(link[3].as<std::string>());
@@ -506,14 +512,17 @@ Expected<Bandwidth> parse_bandwidth_text(std::string_view text) {
     if (!parse_number(text, value)) value = -1;
     gbps = value;
   }
-  const double nano = std::round(gbps * 1e9);
-  if (value < 0 || !(nano >= 1) || nano > 1e18) {
+  if (value < 0) {
     return Error::make(ErrorKind::kTopology,
                        "found '{}', expected a positive bandwidth: GB/s (2^30 bytes/s) as a "
                        "number or '25GB/s', or bits as '200Gbps'",
                        text);
   }
-  return Bandwidth::from_nano_gbps(static_cast<uint64_t>(nano));
+  if (!in_range(gbps, kMinGbps, kMaxGbps)) {
+    return Error::make(ErrorKind::kTopology, "found '{}' ({} GB/s), expected {} to {} GB/s", text,
+                       format_number(gbps), format_number(kMinGbps), format_number(kMaxGbps));
+  }
+  return Bandwidth::from_nano_gbps(static_cast<uint64_t>(std::round(gbps * 1e9)));
 }
 
 Expected<SimTime> parse_latency_text(std::string_view text) {
@@ -529,11 +538,17 @@ Expected<SimTime> parse_latency_text(std::string_view text) {
     digits = text.substr(0, text.size() - 2);
     scale = 1e9;
   }
-  if (!parse_number(digits, value) || value * scale > 1e18) {
+  if (!parse_number(digits, value)) {
     return Error::make(ErrorKind::kTopology,
                        "found '{}', expected a latency of 0 or more: ns as a number, or '500ns', "
                        "'5us', '1ms'",
                        text);
+  }
+  if (value * scale > kMaxLatencyNs * 1000) {
+    return Error::make(ErrorKind::kTopology,
+                       "found '{}', expected at most {} ns (one second) per "
+                       "link",
+                       text, format_number(kMaxLatencyNs));
   }
   return SimTime::from_ps(static_cast<int64_t>(std::llround(value * scale)));
 }
@@ -553,7 +568,13 @@ std::string generator_help(std::string_view generator) {
   };
   for (const ParamDef& def : found->second) add(def);
   if (generator != "torus") {
-    for (const ParamDef& def : kNodeParams) add(def);
+    // A generator's own parameter of the same name (rail's nvlink_*) serves node_gpus too: listed
+    // once.
+    for (const ParamDef& def : kNodeParams) {
+      const bool own = std::any_of(found->second.begin(), found->second.end(),
+                                   [&](const ParamDef& mine) { return mine.key == def.key; });
+      if (!own) add(def);
+    }
   }
   return out;
 }
@@ -571,8 +592,10 @@ Expected<GraphSpec> generate_graph(std::string_view generator, const GeneratorPa
   for (const ParamDef& def : found->second) values.emplace(def.key, def.fallback);
   for (const ParamDef& def : kNodeParams) values.emplace(def.key, def.fallback);
   for (const auto& [key, value] : params) {
+    // (A named copy: clang 14 cannot capture a structured binding.)
+    const std::string& name = key;
     const bool node_key = std::any_of(kNodeParams.begin(), kNodeParams.end(),
-                                      [&](const ParamDef& def) { return def.key == key; });
+                                      [&](const ParamDef& def) { return def.key == name; });
     if (values.count(key) == 0 || (node_key && generator == "torus")) {
       std::string keys;
       for (const ParamDef& def : found->second)
@@ -660,9 +683,10 @@ Expected<NetworkDescription> parse_network_yaml(std::string_view text, std::stri
   const bool graph_file = root.IsMap() && !root["topology"].IsDefined() &&
                           (root["links"].IsDefined() || root["generator"].IsDefined());
   if (!graph_file) {
-    Expected<Topology> topology = parse_topology_yaml(text, file_name);
+    std::vector<std::string> warnings;
+    Expected<Topology> topology = parse_topology_yaml(text, file_name, &warnings);
     if (!topology) return topology.error();
-    return NetworkDescription{std::move(*topology), nullptr};
+    return NetworkDescription{std::move(*topology), nullptr, std::move(warnings)};
   }
   Expected<GraphSpec> spec = parse_graph_yaml(text, file_name);
   if (!spec) return spec.error();
@@ -671,7 +695,7 @@ Expected<NetworkDescription> parse_network_yaml(std::string_view text, std::stri
   auto shared = std::make_shared<const Graph>(std::move(*graph));
   Expected<Topology> logical = shared->logical_topology();
   if (!logical) return logical.error().with_context(std::string(file_name));
-  return NetworkDescription{std::move(*logical), std::move(shared)};
+  return NetworkDescription{std::move(*logical), std::move(shared), {}};
 }
 
 Expected<NetworkDescription> load_network_file(const std::filesystem::path& path) {

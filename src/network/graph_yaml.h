@@ -52,6 +52,9 @@ std::string write_graph_yaml(const Graph& graph);
 struct NetworkDescription {
   Topology logical;
   std::shared_ptr<const Graph> graph;
+  // Complete messages about what was read but ignored (keys ASTRA-sim does not read), for the
+  // command line to print (and --strict to refuse).
+  std::vector<std::string> warnings;
 };
 // Reads `path` and tells the kinds apart by their keys ('topology' vs 'links'/'generator').
 Expected<NetworkDescription> load_network_file(const std::filesystem::path& path);

@@ -48,7 +48,7 @@ Expected<double> parse_rate_text(std::string_view text) {
   double value = 0;
   const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (scale == 0 || ec != std::errc() || end != number.data() + number.size() ||
-      !std::isfinite(value) || value <= 0) {
+      !std::isfinite(value) || value <= 0 || !std::isfinite(value * scale)) {
     return Error::make(ErrorKind::kInvalidArgument,
                        "found '{}', expected a positive rate such as 50Mbps or 200Gbps", text);
   }

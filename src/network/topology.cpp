@@ -3,6 +3,8 @@
 #include <cassert>
 #include <limits>
 
+#include "core/units.h"
+
 namespace orrery::net {
 
 std::string_view topology_kind_name(TopologyKind kind) {
@@ -42,11 +44,11 @@ Expected<Topology> Topology::create(std::vector<Dimension> dimensions) {
                          spec.latency.ps());
     }
     ranks *= spec.size;
-    if (ranks > kMaxCount) {
+    if (ranks > kMaxRanks) {
       return Error::make(ErrorKind::kTopology,
-                         "the dimensions up to {} make more than {} ranks (the most orrery can "
-                         "number)",
-                         dim, kMaxCount);
+                         "the dimensions up to {} make more than {} ranks (2^24), the most orrery "
+                         "simulates (a run keeps results per rank)",
+                         dim, format_count(kMaxRanks));
     }
   }
   topology.rank_count_ = static_cast<uint32_t>(ranks);

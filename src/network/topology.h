@@ -29,6 +29,10 @@
 
 namespace orrery::net {
 
+// The most ranks a network may have (2^24, as the graph generators allow): a run keeps a result
+// record per rank, so 2^30 ranks would need hundreds of gigabytes before the first event.
+inline constexpr uint64_t kMaxRanks = uint64_t{1} << 24;
+
 using Rank = uint32_t;    // an NPU, 0 .. rank_count()-1
 using NodeId = uint32_t;  // a rank, or a switch (ids from rank_count() on)
 using LinkId = uint64_t;  // a directed link, 0 .. link_count()-1

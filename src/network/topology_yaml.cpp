@@ -1,5 +1,6 @@
 #include "network/topology_yaml.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/checked.h"
 #include "network/yaml_text.h"
 
 namespace orrery::net {
@@ -114,7 +116,8 @@ std::string_view node_type_name(const YAML::Node& node) {
 
 class Reader {
  public:
-  explicit Reader(std::string_view file_name) : file_(file_name) {}
+  Reader(std::string_view file_name, std::vector<std::string>* warnings)
+      : file_(file_name), warnings_(warnings) {}
 
   template <typename... Args>
   Error fail(int line, fmt::format_string<Args...> format, Args&&... args) const {
@@ -135,6 +138,19 @@ class Reader {
     }
     const YAML::Node& const_root = root;
     const int root_line = line_of(const_root, 1);
+    // ASTRA-sim reads four keys and ignores the rest; so does orrery, but it says so (a typo such
+    // as 'latancy' would otherwise pass unnoticed).
+    if (warnings_ != nullptr) {
+      for (const auto& entry : const_root) {
+        const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string("?");
+        if (std::find(kAstraKeys.begin(), kAstraKeys.end(), key) == kAstraKeys.end()) {
+          warnings_->push_back(fmt::format(
+              "{}:{}: key '{}' is not an ASTRA-sim network key (topology, npus_count, bandwidth, "
+              "latency); ignored",
+              file_, line_of(entry.first, root_line), key));
+        }
+      }
+    }
 
     std::array<YAML::Node, 4> lists;
     static constexpr std::array<std::string_view, 4> kKeys = {"topology", "npus_count", "bandwidth",
@@ -264,9 +280,12 @@ class Reader {
       case DecimalStatus::kOk:
         break;
     }
-    if (number.negative || number.value == 0) {
-      return fail(line_of(node, root_line), "key 'bandwidth': found {}, expected {}{}", *text,
-                  kExpected, number.negative ? "" : " (at least 0.000000001)");
+    // kMinGbps .. kMaxGbps (core/checked.h) in units of 10^-9 GB/s.
+    constexpr auto kMinNano = static_cast<uint64_t>(kMinGbps * 1e9);
+    constexpr auto kMaxNano = static_cast<uint64_t>(kMaxGbps * 1e9);
+    if (number.negative || number.value < kMinNano || number.value > kMaxNano) {
+      return fail(line_of(node, root_line), "key 'bandwidth': found {}, expected {} from {} to {}",
+                  *text, kExpected, format_number(kMinGbps), format_number(kMaxGbps));
     }
     bandwidth = Bandwidth::from_nano_gbps(number.value);
     return Status::ok();
@@ -282,8 +301,11 @@ class Reader {
       return fail(line_of(node, root_line), "key 'latency': found '{}', expected {}", *text,
                   kExpected);
     }
-    if (status == DecimalStatus::kTooLarge || number.value > uint64_t{INT64_MAX}) {
-      return fail(line_of(node, root_line), "key 'latency': found {}, which is too large", *text);
+    constexpr auto kMaxLatencyPs = static_cast<uint64_t>(kMaxLatencyNs * 1000);
+    if (status == DecimalStatus::kTooLarge || number.value > kMaxLatencyPs) {
+      return fail(line_of(node, root_line),
+                  "key 'latency': found {}, expected at most {} ns (one second) per hop", *text,
+                  format_number(kMaxLatencyNs));
     }
     if (number.negative && number.value != 0) {
       return fail(line_of(node, root_line), "key 'latency': found {}, expected {}", *text,
@@ -293,16 +315,21 @@ class Reader {
     return Status::ok();
   }
 
+  static constexpr std::array<std::string_view, 4> kAstraKeys = {"topology", "npus_count",
+                                                                 "bandwidth", "latency"};
   std::string file_;
+  std::vector<std::string>* warnings_ = nullptr;
 };
 
 }  // namespace
 
-Expected<Topology> parse_topology_yaml(std::string_view text, std::string_view file_name) {
-  return Reader(file_name).read(text);
+Expected<Topology> parse_topology_yaml(std::string_view text, std::string_view file_name,
+                                       std::vector<std::string>* warnings) {
+  return Reader(file_name, warnings).read(text);
 }
 
-Expected<Topology> load_topology_file(const std::filesystem::path& path) {
+Expected<Topology> load_topology_file(const std::filesystem::path& path,
+                                      std::vector<std::string>* warnings) {
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored)) {
     return Error::make(ErrorKind::kIo, "network file '{}' is a directory", path.string());
@@ -316,7 +343,7 @@ Expected<Topology> load_topology_file(const std::filesystem::path& path) {
   if (in.bad()) {
     return Error::make(ErrorKind::kIo, "cannot read network file '{}'", path.string());
   }
-  return parse_topology_yaml(buffer.str(), path.string());
+  return parse_topology_yaml(buffer.str(), path.string(), warnings);
 }
 
 }  // namespace orrery::net

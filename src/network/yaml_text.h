@@ -1,7 +1,14 @@
 // network/yaml_text.h: YAML text parsed into a node tree, or one error naming the file and line
 // (for every YAML input: network files, graph files, RoCE configurations, LIBRA problems).
+//
+// Beyond the syntax, two things every reader would otherwise get wrong are refused here: a key
+// written twice in one mapping (yaml-cpp keeps both and a lookup sees the first, so a file that
+// says two things would be read as one of them silently), and aliases that expand the tree far
+// beyond the text (`a: &a [..]`, `b: [*a, *a, ...]`, ...), so that what a reader walks is bounded
+// by what was read.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include <yaml-cpp/yaml.h>
@@ -10,7 +17,13 @@
 
 namespace orrery::net {
 
-// kParse error "FILE:LINE: not valid YAML: ..." when `text` does not parse.
+// The most nodes a parsed tree may hold, counted with aliases expanded: 16 per byte of text plus
+// 100,000 (a tree without aliases has at most one node per byte).
+size_t yaml_node_budget(size_t text_bytes);
+
+// kParse error "FILE:LINE: not valid YAML: ..." when `text` does not parse; kConfig
+// "FILE:LINE: key 'k' is given twice (first on line N)" for a repeated key; kParse when aliases
+// expand the tree beyond yaml_node_budget.
 Expected<YAML::Node> parse_yaml_text(std::string_view text, std::string_view file_name);
 
 }  // namespace orrery::net

@@ -1166,8 +1166,9 @@ Expected<nlohmann::json> read_json_file(const std::string& path) {
   if (in.bad()) return Error::make(ErrorKind::kIo, "{}: read failed", path);
   try {
     return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& error) {
-    // The library's message starts with "[json.exception.parse_error.101] "; keep what follows.
+  } catch (const nlohmann::json::exception& error) {
+    // A syntax error or a number beyond a double's range ("1e999"). The library's message starts
+    // with "[json.exception.parse_error.101] "; keep what follows.
     std::string message = error.what();
     if (const size_t end = message.find("] ");
         message.rfind("[json.", 0) == 0 && end != std::string::npos) {

@@ -120,6 +120,8 @@ Expected<Scenario> Scenario::create(Inputs inputs) {
 
   Scenario scenario;
   std::vector<std::string>& warnings = scenario.warnings_;
+  warnings.insert(warnings.end(), inputs.network->warnings.begin(), inputs.network->warnings.end());
+  warnings.insert(warnings.end(), inputs.system->warnings.begin(), inputs.system->warnings.end());
   for (const std::string& key : inputs.system->unknown_keys) {
     warnings.push_back(fmt::format("{}: key '{}' is not an ASTRA-sim system key; ignored",
                                    inputs.system->path, key));

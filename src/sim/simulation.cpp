@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "core/checked.h"
 #include "core/event_engine.h"
 #include "core/parallel.h"
 #include "core/units.h"
@@ -38,6 +39,19 @@ void warn_over_capacity(const std::vector<uint64_t>& peaks, uint64_t capacity,
         "... and {} more ranks exceed the capacity of {} (the highest peak: rank {}, {})",
         over - kNamed, format_bytes(capacity), highest, format_bytes(peaks[highest])));
   }
+}
+
+// The run passed the 2^61 ps limit (core/checked.h): some input is out of proportion.
+Error time_limit_error(const EventEngine& engine, const workload::WorkloadExecutor& executor) {
+  std::string detail;
+  for (const std::string& line : executor.describe_stuck(4)) detail += "\n  " + line;
+  return Error::make(ErrorKind::kInvalidArgument,
+                     "the simulated time passes {} ns (2^61 ps, about 26.7 days), the longest run "
+                     "orrery simulates exactly (docs/numbers.md), after {} ns: a size, duration, "
+                     "rate or scale in the inputs is out of proportion; work in flight:{}",
+                     format_count(uint64_t{kSimTimeLimitPs} / 1000),
+                     format_count(static_cast<uint64_t>(engine.last_event_time().ns_truncated())),
+                     detail);
 }
 
 }  // namespace
@@ -179,7 +193,8 @@ Expected<RunResult> Simulation::run() {
       // Run in slices of simulated time sized to take about a tenth of a second each, reporting
       // between them. Slicing changes nothing: events run in the same order either way.
       SimTime slice = SimTime::from_us(1);
-      while (!engine.empty() && !executor.failure() && !(*collectives)->failure()) {
+      while (!engine.empty() && !engine.time_limit_reached() && !executor.failure() &&
+             !(*collectives)->failure()) {
         const auto started = std::chrono::steady_clock::now();
         (void)engine.run_until(engine.next_event_time() + slice);
         const double seconds =
@@ -191,6 +206,7 @@ Expected<RunResult> Simulation::run() {
   }
   if (executor.failure()) return *executor.failure();
   if ((*collectives)->failure()) return *(*collectives)->failure();
+  if (engine.time_limit_reached()) return time_limit_error(engine, executor);
   if (!executor.all_finished()) {
     std::string detail;
     for (const std::string& line : executor.describe_stuck(8)) detail += "\n  " + line;
@@ -248,7 +264,7 @@ Expected<RunResult> Simulation::run() {
   for (const net::LinkStats& link : result.links) {
     DimensionSummary& summary = result.dimensions[dimension_of(link.dimension)];
     ++summary.links_used;
-    summary.bytes += link.bytes;
+    summary.bytes = saturating_add(summary.bytes, link.bytes);
     summary.busy += link.busy;
   }
   if (result.links_aggregated) {

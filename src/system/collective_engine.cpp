@@ -44,10 +44,11 @@ Expected<std::unique_ptr<CollectiveEngine>> CollectiveEngine::create(EventEngine
   const uint32_t dims = network.topology().dimension_count();
   auto check = [&](const std::vector<Algorithm>& list, const char* key) -> Status {
     // An absent key is an error only when a collective needs it (see issue_collective).
-    if (!list.empty() && list.size() < dims) {
+    // More than one per dimension is refused too, as ASTRA-sim refuses it (its assertion).
+    if (!list.empty() && list.size() != dims) {
       return Error::make(ErrorKind::kConfig,
                          "{}: key '{}' lists {} implementation(s) but the network has {} "
-                         "dimensions; give one per dimension",
+                         "dimension(s); give one per dimension",
                          config.path.empty() ? "system configuration" : config.path, key,
                          list.size(), dims);
     }

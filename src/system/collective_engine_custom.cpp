@@ -7,6 +7,7 @@
 
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
+#include "chakra/validation.h"
 #include "core/slot_pool.h"
 #include "system/collective_engine.h"
 
@@ -36,6 +37,14 @@ Status CollectiveEngine::start_custom(uint32_t owner, uint32_t position,
     const std::string path = chakra::rank_trace_path(prefix, position);
     Expected<chakra::TraceGraph> graph = chakra::load_trace(path);
     if (!graph) return graph.error().with_context("custom collective");
+    // Its sizes and durations are bounded as in any trace (core/checked.h, docs/numbers.md).
+    const chakra::ValidationReport report = chakra::validate_trace(*graph);
+    for (const chakra::Diagnostic& finding : report.diagnostics()) {
+      if (finding.check == chakra::Check::kOutOfRange) {
+        return Error(ErrorKind::kTrace,
+                     fmt::format("custom collective: {}: {}", path, finding.message));
+      }
+    }
     auto custom = std::make_unique<CustomGraph>();
     custom->graph = std::move(*graph);
     custom->deps = chakra::DependencyGraph::build(custom->graph, chakra::DependencyKinds::kBoth);

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
+
 namespace orrery::sys {
 
 void MirrorTraffic::add(ClassKey key, uint32_t copies, uint64_t bytes, SimTime serialization,
                         SimTime start, SimTime end) {
   ClassTraffic& traffic = classes_[key];
-  traffic.bytes += uint64_t{copies} * bytes;
+  traffic.bytes = saturating_add(traffic.bytes, saturating_mul(copies, bytes));
   traffic.busy += serialization * copies;
   traffic.messages += copies;
   traffic.intervals.push_back({start, end, copies});
@@ -65,7 +67,7 @@ std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links(
       for (net::NodeId at = rank; at != target;) {
         const net::Hop hop = topology_->next_hop(at, target);
         ClassTraffic& traffic = links[hop.link];
-        traffic.bytes += message.bytes;
+        traffic.bytes = saturating_add(traffic.bytes, message.bytes);
         traffic.busy += serialization;
         ++traffic.messages;
         traffic.intervals.push_back({message.start, message.end, 1});
@@ -176,7 +178,7 @@ std::vector<net::LinkStats> MirrorTraffic::expand() const {
     stats.dimension = info.dimension;
     for (size_t idx = begin; idx < end; ++idx) {
       const ClassTraffic& traffic = *sources[uses[idx].second];
-      stats.bytes += traffic.bytes;
+      stats.bytes = saturating_add(stats.bytes, traffic.bytes);
       stats.busy += traffic.busy;
       stats.messages += traffic.messages;
     }
@@ -206,7 +208,8 @@ void MirrorTraffic::dimension_totals(uint32_t dim, uint64_t& links_used, uint64_
     if (message.dim != dim) continue;
     const net::Dimension& spec = topology_->dimension(dim);
     const uint64_t hops = topology_->hops(dim, 0, message.distance % spec.size);
-    bytes += message.bytes * hops * topology_->rank_count();
+    bytes = saturating_add(
+        bytes, saturating_mul(saturating_mul(message.bytes, hops), topology_->rank_count()));
     busy += spec.bandwidth.serialization_time(message.bytes) *
             static_cast<int64_t>(hops * topology_->rank_count());
   }
@@ -218,7 +221,7 @@ void MirrorTraffic::dimension_totals(uint32_t dim, uint64_t& links_used, uint64_
     if (key.dim != dim) continue;
     classes = true;
     links_used += topology_->rank_count();
-    bytes += traffic.bytes * topology_->rank_count();
+    bytes = saturating_add(bytes, saturating_mul(traffic.bytes, topology_->rank_count()));
     busy += traffic.busy * topology_->rank_count();
   }
   if (partners && !classes) links_used = topology_->rank_count();

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/checked.h"
 #include "core/json_config.h"
 
 namespace orrery::sys {
@@ -262,10 +263,19 @@ Expected<SystemConfig> read_system_config(const JsonConfig& config) {
   }
 
   constexpr int64_t kMaxU32 = std::numeric_limits<uint32_t>::max();
-  if (auto splits = config.get_int("preferred-dataset-splits", 1, kMaxU32); !splits) {
+  // The collective engine's work grows with the square of the chunk count (16,000 splits take
+  // half a second per collective, 100,000 about 20 s): above kMaxDatasetSplits a run would not
+  // finish in any useful time, and no chunking that fine changes a result measurably.
+  if (auto splits = config.get_int("preferred-dataset-splits", 1, kMaxDatasetSplits); !splits) {
     return splits.error();
   } else if (splits->has_value()) {
     out.preferred_dataset_splits = static_cast<uint32_t>(**splits);
+    if (out.preferred_dataset_splits > kSlowDatasetSplits) {
+      out.warnings.push_back(fmt::format(
+          "{}: {} chunks per collective: the run's work grows with the square of the chunk count "
+          "(16,000 take about half a second per collective); ASTRA-sim's examples use 1 to 64",
+          config.where("preferred-dataset-splits"), out.preferred_dataset_splits));
+    }
   }
   if (auto active = config.get_int("active-chunks-per-dimension", 1, kMaxU32); !active) {
     return active.error();
@@ -280,12 +290,15 @@ Expected<SystemConfig> read_system_config(const JsonConfig& config) {
     out.endpoint_delay_ns = **delay;
     out.endpoint_delay_given = true;
   }
-  if (auto bandwidth = config.get_number("local-mem-bw", 0.0); !bandwidth) {
+  // Ranges (core/checked.h): with sizes at most 2^50 bytes, a reduction's 3 x bytes / local-mem-bw
+  // stays below 2^62 ns, inside int64 before the saturating conversion to picoseconds.
+  if (auto bandwidth = config.get_number_in("local-mem-bw", kMinGbps, kMaxLocalMemGbps, "GB/s");
+      !bandwidth) {
     return bandwidth.error();
   } else {
     out.local_mem_bw_gbps = *bandwidth;
   }
-  if (auto peak = config.get_number("peak-perf", 0.0); !peak) {
+  if (auto peak = config.get_number_in("peak-perf", kMinTflops, kMaxTflops, "TFLOPS"); !peak) {
     return peak.error();
   } else {
     out.peak_perf_tflops = *peak;

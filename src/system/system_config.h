@@ -44,6 +44,11 @@ Expected<Algorithm> parse_algorithm(std::string_view name);
 // The name as written in a configuration file.
 std::string algorithm_name(const Algorithm& algorithm);
 
+// preferred-dataset-splits above this is an error: the run's work grows with its square.
+inline constexpr int64_t kMaxDatasetSplits = 65536;
+// Above this a warning says the run will be slow (about 0.05 s per collective, growing squared).
+inline constexpr uint32_t kSlowDatasetSplits = 4096;
+
 struct SystemConfig {
   std::string path;  // the file it came from ("" for defaults)
 
@@ -76,6 +81,9 @@ struct SystemConfig {
 
   std::vector<std::string> ignored_keys;  // known to ASTRA-sim, without effect in 2.x
   std::vector<std::string> unknown_keys;  // not an ASTRA-sim key at all
+  // Legal values the run will regret (preferred-dataset-splits above kSlowDatasetSplits), each a
+  // complete message with the file and line.
+  std::vector<std::string> warnings;
 };
 
 // Reads an ASTRA-sim system file. Errors (kIo, kParse, kConfig) name the file, line and key:

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "core/checked.h"
 #include "core/units.h"
 #include "system/collective.h"
 
@@ -28,7 +29,9 @@ uint64_t pack(Rank rank, NodeIndex node) { return uint64_t{rank} << 32 | node; }
 // Replayed time: duration_micros in ns, a zero duration counting as 1 ns (as ASTRA-sim does).
 SimTime replay_time(const TraceGraph& graph, NodeIndex node) {
   const uint64_t micros = graph.duration_micros(node);
-  return micros == 0 ? SimTime::from_ns(1) : SimTime::from_us(static_cast<int64_t>(micros));
+  if (micros == 0) return SimTime::from_ns(1);
+  // Validation bounds durations (kMaxDurationMicros); beyond int64 the conversion saturates.
+  return SimTime::from_us(micros > uint64_t{INT64_MAX} ? INT64_MAX : static_cast<int64_t>(micros));
 }
 
 }  // namespace
@@ -39,7 +42,9 @@ SimTime roofline_time(uint64_t flops, uint64_t bytes, double peak_tflops, double
   const double intensity = static_cast<double>(flops) / static_cast<double>(bytes);
   const double perf = std::min(mem_bw * 1e9 * intensity, peak_tflops * 1e12);
   const double ns = std::floor(static_cast<double>(flops) / perf * 1e9);
-  return SimTime::from_ns(static_cast<int64_t>(ns));
+  // Saturates instead of the undefined cast of an out-of-range double: a saturated time passes
+  // the run's time limit and is reported there.
+  return SimTime::from_ns(saturating_trunc_i64(ns));
 }
 
 std::string_view activity_name(Activity activity) {
@@ -205,7 +210,8 @@ Expected<SimTime> WorkloadExecutor::compute_time(const RankState& state, NodeInd
                                                  bool cpu) const {
   Expected<SimTime> time = unscaled_compute_time(state, node, cpu);
   if (!time || options_.compute_scale == 1.0) return time;
-  return SimTime::from_ps(std::llround(static_cast<double>(time->ps()) * options_.compute_scale));
+  return SimTime::from_ps(
+      saturating_round_i64(static_cast<double>(time->ps()) * options_.compute_scale));
 }
 
 Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state, NodeIndex node,
@@ -329,9 +335,14 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
         fail(group.error());
         return false;
       }
+      Expected<uint64_t> scaled = scaled_bytes(bytes->value_or(0), where());
+      if (!scaled) {
+        fail(scaled.error());
+        return false;
+      }
       sys::CollectiveRequest request;
       request.type = *collective;
-      request.bytes = scaled_bytes(bytes->value_or(0));
+      request.bytes = *scaled;
       request.group = *group;
       request.cookie = cookie;
       request.node_id = graph.id(node);
@@ -375,15 +386,18 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
                          ranks_.size()));
         return false;
       }
+      Expected<uint64_t> scaled = scaled_bytes(bytes->value_or(0), where());
+      if (!scaled) {
+        fail(scaled.error());
+        return false;
+      }
       begin(state, node, send ? Activity::kSend : Activity::kRecv);
       if (send) {
         ++state.result.sends;
-        system_->issue_send(rank, static_cast<Rank>(**peer), *tag, scaled_bytes(bytes->value_or(0)),
-                            cookie, graph.id(node));
+        system_->issue_send(rank, static_cast<Rank>(**peer), *tag, *scaled, cookie, graph.id(node));
       } else {
         ++state.result.recvs;
-        system_->issue_recv(rank, static_cast<Rank>(**peer), *tag, scaled_bytes(bytes->value_or(0)),
-                            cookie, graph.id(node));
+        system_->issue_recv(rank, static_cast<Rank>(**peer), *tag, *scaled, cookie, graph.id(node));
       }
       return true;
     }
@@ -451,9 +465,22 @@ Expected<uint32_t> WorkloadExecutor::group_of(RankState& state, NodeIndex node) 
   return group->second;
 }
 
-uint64_t WorkloadExecutor::scaled_bytes(uint64_t bytes) const {
-  if (options_.comm_scale == 1.0) return bytes;
-  return static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * options_.comm_scale));
+Expected<uint64_t> WorkloadExecutor::scaled_bytes(uint64_t bytes, const std::string& where) const {
+  const uint64_t scaled =
+      options_.comm_scale == 1.0
+          ? bytes
+          : saturating_round_u64(static_cast<double>(bytes) * options_.comm_scale);
+  if (scaled > kMaxBytes) {
+    return Error::make(
+        ErrorKind::kInvalidArgument,
+        "{}: comm_size {}{} is more than 2^50 bytes (1 PiB), the largest size orrery "
+        "simulates (docs/numbers.md)",
+        where, format_count(bytes),
+        options_.comm_scale == 1.0
+            ? std::string()
+            : fmt::format(" x --comm-scale {}", format_number(options_.comm_scale)));
+  }
+  return scaled;
 }
 
 void WorkloadExecutor::complete(Rank rank, NodeIndex node) {

@@ -185,7 +185,8 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   Expected<SimTime> compute_time(const RankState& state, chakra::NodeIndex node, bool cpu) const;
   Expected<SimTime> unscaled_compute_time(const RankState& state, chakra::NodeIndex node,
                                           bool cpu) const;
-  uint64_t scaled_bytes(uint64_t bytes) const;
+  // comm_size x --comm-scale; an Error naming `where` when it passes kMaxBytes (core/checked.h).
+  Expected<uint64_t> scaled_bytes(uint64_t bytes, const std::string& where) const;
 
   EventEngine& engine_;
   HandlerId id_{};

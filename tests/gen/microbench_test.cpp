@@ -234,8 +234,10 @@ TEST(Microbench, specs_that_cannot_be_written_are_errors) {
             "send-recv needs at least 2 ranks (rank r sends to r+1), found 1");
   EXPECT_EQ(error_of(spec_of(MicrobenchKind::kAllGather, 0, 4), prefix),
             "all-gather of 0 bytes: give a size of 1 byte or more");
-  EXPECT_EQ(error_of(spec_of(MicrobenchKind::kAllGather, 1ULL << 63, 4), prefix),
-            "9223372036854775808 bytes do not fit comm_size (an int64 attribute)");
+  EXPECT_EQ(
+      error_of(spec_of(MicrobenchKind::kAllGather, 1ULL << 63, 4), prefix),
+      "--size 9,223,372,036,854,775,808 bytes: more than 2^50 bytes (1 PiB), the largest size "
+      "orrery simulates");
   MicrobenchSpec with_group = spec_of(MicrobenchKind::kSendRecv, 8, 2);
   with_group.pg_name = "1";
   EXPECT_EQ(error_of(with_group, prefix), "pg_name '1' applies to collectives, not to send-recv");

@@ -117,13 +117,14 @@ TEST(RemoteMemoryConfig, expansion_types_need_latency_and_bandwidth) {
 TEST(RemoteMemoryConfig, latency_and_bandwidth_out_of_range_or_of_the_wrong_kind) {
   const std::string head = "{\n  \"memory-type\": \"MEMORY_POOL\",\n";
   EXPECT_EQ(error_of(head + "  \"remote-mem-latency\": -1,\n  \"remote-mem-bw\": 5\n}"),
-            "mem.json:3: key 'remote-mem-latency': expected a latency of 0 ns or more, found -1");
+            "mem.json:3: key 'remote-mem-latency': expected a number from 0 to 1e+09 ns, found -1");
   EXPECT_EQ(error_of(head + "  \"remote-mem-latency\": \"fast\",\n  \"remote-mem-bw\": 5\n}"),
             "mem.json:3: key 'remote-mem-latency': expected a number, found \"fast\"");
   EXPECT_EQ(error_of(head + "  \"remote-mem-latency\": 1,\n  \"remote-mem-bw\": 0\n}"),
-            "mem.json:4: key 'remote-mem-bw': expected a number above 0, found 0");
-  EXPECT_EQ(error_of(head + "  \"remote-mem-latency\": 1,\n  \"remote-mem-bw\": -50\n}"),
-            "mem.json:4: key 'remote-mem-bw': expected a number above 0, found -50");
+            "mem.json:4: key 'remote-mem-bw': expected a number from 0.001 to 1e+09 GB/s, found 0");
+  EXPECT_EQ(
+      error_of(head + "  \"remote-mem-latency\": 1,\n  \"remote-mem-bw\": -50\n}"),
+      "mem.json:4: key 'remote-mem-bw': expected a number from 0.001 to 1e+09 GB/s, found -50");
   EXPECT_EQ(error_of(head + "  \"remote-mem-latency\": 1,\n  \"remote-mem-bw\": [50]\n}"),
             "mem.json:4: key 'remote-mem-bw': expected a number, found [50]");
 }

@@ -103,11 +103,12 @@ TEST(TopologyYaml, lists_of_different_lengths_name_the_key_and_line) {
 TEST(TopologyYaml, zero_or_negative_bandwidth_is_refused) {
   EXPECT_EQ(error_of("topology: [ Ring, Ring ]\nnpus_count: [ 4, 4 ]\n"
                      "bandwidth: [ 50,\n    0 ]\nlatency: [ 500, 500 ]\n"),
-            "net.yml:4: key 'bandwidth': found 0, expected a positive number of GB/s (at least "
-            "0.000000001)");
+            "net.yml:4: key 'bandwidth': found 0, expected a positive number of GB/s from 0.001 "
+            "to 1e+09");
   EXPECT_EQ(error_of("topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ -50.0 ]\n"
                      "latency: [ 500 ]\n"),
-            "net.yml:3: key 'bandwidth': found -50.0, expected a positive number of GB/s");
+            "net.yml:3: key 'bandwidth': found -50.0, expected a positive number of GB/s from "
+            "0.001 to 1e+09");
   EXPECT_EQ(error_of("topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 1e-12 ]\n"
                      "latency: [ 500 ]\n")
                 .substr(0, 42),

@@ -480,5 +480,17 @@ TEST(ReadJsonFile, names_the_file_that_cannot_be_read_or_parsed) {
       << broken.error().message();
 }
 
+// A number beyond a double is nlohmann's out_of_range, not a parse_error: it used to escape as an
+// uncaught exception (exit 134).
+TEST(ReadJsonFile, a_number_beyond_a_double_is_an_error_not_a_crash) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "orrery-html-report-overflow.json").string();
+  std::ofstream(path) << "{\"summary\": {\"simulated_ns\": 1e999}}";
+  Expected<json> overflow = read_json_file(path);
+  std::filesystem::remove(path);
+  ASSERT_FALSE(overflow);
+  EXPECT_EQ(overflow.error().message(), path + ": not JSON: number overflow parsing '1e999'");
+}
+
 }  // namespace
 }  // namespace orrery::report

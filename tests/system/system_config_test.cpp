@@ -383,7 +383,7 @@ TEST(SystemConfig, unknown_policy_and_optimization_are_errors) {
 TEST(SystemConfig, counts_out_of_range_or_of_the_wrong_kind_are_errors) {
   EXPECT_CONTAINS(error_of("{\n  \"preferred-dataset-splits\": 0\n}"),
                   "sys.json:2: key 'preferred-dataset-splits': expected an integer from 1 to "
-                  "4294967295, found 0");
+                  "65536, found 0");
   EXPECT_CONTAINS(
       error_of("{\n  \"preferred-dataset-splits\": \"four\"\n}"),
       "sys.json:2: key 'preferred-dataset-splits': expected an integer, found \"four\"");
@@ -399,12 +399,14 @@ TEST(SystemConfig, counts_out_of_range_or_of_the_wrong_kind_are_errors) {
 }
 
 TEST(SystemConfig, bandwidth_and_peak_must_be_positive_numbers) {
-  EXPECT_CONTAINS(error_of("{\n  \"local-mem-bw\": 0\n}"),
-                  "sys.json:2: key 'local-mem-bw': expected a number above 0, found 0");
+  EXPECT_CONTAINS(
+      error_of("{\n  \"local-mem-bw\": 0\n}"),
+      "sys.json:2: key 'local-mem-bw': expected a number from 0.001 to 1e+18 GB/s, found 0");
   EXPECT_CONTAINS(error_of("{\n  \"local-mem-bw\": \"fast\"\n}"),
                   "sys.json:2: key 'local-mem-bw': expected a number, found \"fast\"");
-  EXPECT_CONTAINS(error_of("{\n  \"peak-perf\": -900\n}"),
-                  "sys.json:2: key 'peak-perf': expected a number above 0, found -900");
+  EXPECT_CONTAINS(
+      error_of("{\n  \"peak-perf\": -900\n}"),
+      "sys.json:2: key 'peak-perf': expected a number from 1e-06 to 1e+09 TFLOPS, found -900");
 }
 
 TEST(SystemConfig, switches_reject_other_values) {

@@ -1,0 +1,56 @@
+// cli/validators.h: CLI11 validators for numbers given on the command line, in the words and
+// ranges of docs/numbers.md.
+//
+// CLI11's own PositiveNumber accepts "nan" and "inf" in places and prints its range as the 309
+// digits of the largest double; these say "expected a number from 1e-09 to 1e+09, found nan".
+#pragma once
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/checked.h"
+
+namespace orrery::cli {
+
+// A finite number within [min, max], written as a plain decimal or in exponent form.
+inline CLI::Validator finite_number(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size()) {
+          return "expected a number, found '" + text + "'";
+        }
+        if (!in_range(value, min, max)) return range_message(value, min, max);
+        return std::string();
+      },
+      "NUMBER in [" + format_number(min) + ", " + format_number(max) + "]");
+}
+
+// The multipliers --compute-scale, --comm-scale and --injection-scale (kMinScale to kMaxScale).
+inline CLI::Validator scale_number() { return finite_number(kMinScale, kMaxScale); }
+
+// A whole number of at least `min` (checked before CLI11 converts it, so "0" and "-1" are named).
+inline CLI::Validator whole_number_at_least(unsigned long long min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+        if (text.empty() || text[0] == '-' || text[0] == '+' || end != text.c_str() + text.size() ||
+            errno == ERANGE) {
+          return "expected a whole number, found '" + text + "'";
+        }
+        if (value < min) {
+          return "expected " + std::to_string(min) + " or more, found " + text;
+        }
+        return std::string();
+      },
+      "INT >= " + std::to_string(min));
+}
+
+}  // namespace orrery::cli
