@@ -10,10 +10,14 @@
 //   magnitude   contiguous placement; the cross-worker (group, worker) connections of least weight
 //               norm dropped down to the budget, no refit
 //   random      a seeded random balanced placement per layer, then the same pruning
-//   repurpose   placements by the Hungarian algorithm (a co-placement of consecutive layers, then
-//               per layer alternating with the refit), weights refit by L0-constrained least
-//               squares (group OMP, sparse_fit.h) on calibration data, layer by layer, each layer
-//               fitted to the trained layer's outputs from the partitioned network's inputs
+//   repurpose   placements by the Hungarian algorithm and weights refit by L0-constrained least
+//               squares (group OMP, sparse_fit.h) on calibration data, layer by layer: each layer
+//               fitted to the trained layer's outputs from the partitioned network's inputs. A
+//               layer starts from the contiguous placement or the one keeping the most trained
+//               weight mass with its inputs (a co-placement of all layers seeds the first layer),
+//               then alternates the Hungarian algorithm on each unit's refit loss per worker with
+//               the refit, keeping a change only when the next layer's refit objective (the
+//               layer's own, for the last) decreases
 //   refit       (an ablation) contiguous placement with repurpose's refit: what the placement adds
 // The budget of a layer is `keep` times the contiguous split's traffic of that layer: in total, or
 // (per_pair) for each ordered worker pair. Deterministic: one seed, stable orders.
