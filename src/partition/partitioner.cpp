@@ -589,30 +589,54 @@ Matrix Partitioner::advance(size_t w, const Matrix& weight, const Matrix& input)
 
 Partitioner::Refit Partitioner::refit(size_t w, const Matrix& input, const LayerContext& ctx,
                                       const std::vector<int32_t>& placement,
-                                      const PartitionOptions& options) const {
+                                      const PartitionOptions& options, int64_t samples) const {
   const Layer& layer = model_.layers[weighted_[w].layer];
+  const int64_t rows = samples < 0 ? input.rows() : samples;
   Refit r;
   r.gram = std::make_shared<LayerGram>(
-      make_layer_gram(input_rows(layer, input), target_rows(layer, original_[weighted_[w].layer]),
+      make_layer_gram(input_rows(layer, input.topRows(rows)),
+                      target_rows(layer, original_[weighted_[w].layer].topRows(rows)),
                       with_bias(layer), ctx.group_first, options.ridge));
   r.fit = std::make_shared<Fit>(fit_placement(*r.gram, placement, ctx));
   r.weight = fitted_weights(*r.fit, ctx.units, layer.weight.cols() + 1);
   return r;
 }
 
-double Partitioner::score(size_t w, const Matrix& input, const Matrix& weight,
-                          const std::vector<int32_t>& placement, double own,
+double Partitioner::held_out_error(size_t w, const Matrix& weight, const Matrix& input) const {
+  const int64_t fit = fit_samples(input.rows());
+  const int64_t rest = input.rows() - fit;
+  const int64_t first = rest > 0 ? fit : 0;
+  const int64_t count = rest > 0 ? rest : input.rows();
+  Layer layer = model_.layers[weighted_[w].layer];
+  layer.weight = weight.leftCols(weight.cols() - 1);
+  layer.bias = weight.col(weight.cols() - 1);
+  return (apply_layer(layer, input.middleRows(first, count)) -
+          original_[weighted_[w].layer].middleRows(first, count))
+      .squaredNorm();
+}
+
+int64_t Partitioner::fit_samples(int64_t rows) { return rows >= 8 ? rows - rows / 4 : rows; }
+
+double Partitioner::score(size_t w, const Matrix& input, const LayerContext& ctx,
+                          const std::vector<int32_t>& placement,
                           const PartitionOptions& options) const {
-  if (w + 1 >= weighted_.size()) return own;
-  // The next layer's refit objective at the better of its two starting placements (contiguous,
-  // and the one keeping the most weight mass with its inputs): it measures this layer's error as
-  // it reaches the next layer, and how well the next layer's units can be computed from what each
-  // worker holds.
+  // Refit on three quarters of the calibration rows, judged on the other quarter: a placement
+  // must help on rows its refit did not see.
+  const int64_t fit = fit_samples(input.rows());
+  if (w + 1 >= weighted_.size()) {
+    return held_out_error(w, refit(w, input, ctx, placement, options, fit).weight, input);
+  }
+  // The next layer from the better of its two starting placements: this measures this layer's
+  // error as it reaches the next layer, and how well the next layer's units can be computed from
+  // what each worker holds. This layer computes with its refit on the same rows.
+  const Matrix weight = ctx.held > 0 ? refit(w, input, ctx, placement, options, fit).weight
+                                     : with_bias(model_.layers[weighted_[w].layer]);
   const Matrix next_input = advance(w, weight, input);
   const LayerContext next = context(w + 1, placement, options);
   double best = std::numeric_limits<double>::infinity();
   for (const std::vector<int32_t>& start : starts(w + 1, placement, options.workers)) {
-    best = std::min(best, refit(w + 1, next_input, next, start, options).fit->objective);
+    const Matrix next_weight = refit(w + 1, next_input, next, start, options, fit).weight;
+    best = std::min(best, held_out_error(w + 1, next_weight, next_input));
   }
   return best;
 }
@@ -676,9 +700,8 @@ Expected<Partition> Partitioner::run(Method method, const PartitionOptions& opti
           // Every worker holds this layer's inputs: its placement matters only to the next layer.
           // The contiguous placement or the co-placement, whichever the next layer fits better.
           if (workers > 1 && w + 1 < weighted_.size() && (*co)[w] != placement) {
-            const double contiguous = score(w, current, trained, placement, 0.0, options);
-            if (score(w, current, trained, (*co)[w], 0.0, options) < contiguous)
-              placement = (*co)[w];
+            const double contiguous = score(w, current, ctx, placement, options);
+            if (score(w, current, ctx, (*co)[w], options) < contiguous) placement = (*co)[w];
           }
           break;
         }
@@ -689,7 +712,7 @@ Expected<Partition> Partitioner::run(Method method, const PartitionOptions& opti
         double best_score = std::numeric_limits<double>::infinity();
         for (std::vector<int32_t>& start : starts(w, previous, workers)) {
           Refit r = refit(w, current, ctx, start, options);
-          const double s = score(w, current, r.weight, start, r.fit->objective, options);
+          const double s = score(w, current, ctx, start, options);
           if (s < best_score) {
             best = std::move(r);
             best_score = s;
@@ -706,7 +729,7 @@ Expected<Partition> Partitioner::run(Method method, const PartitionOptions& opti
           std::vector<int32_t> next = balanced_assignment(cost);
           if (next == placement) break;
           Refit r = refit(w, current, ctx, next, options);
-          const double s = score(w, current, r.weight, next, r.fit->objective, options);
+          const double s = score(w, current, ctx, next, options);
           if (!(s < best_score)) break;
           best = std::move(r);
           best_score = s;

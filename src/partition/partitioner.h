@@ -112,16 +112,21 @@ class Partitioner {
   // The input of dense/conv layer w + 1 when w computes with `weight` ([W b]) from `input`.
   Matrix advance(size_t w, const Matrix& weight, const Matrix& input) const;
   Refit refit(size_t w, const Matrix& input, const detail::LayerContext& ctx,
-              const std::vector<int32_t>& placement, const PartitionOptions& options) const;
+              const std::vector<int32_t>& placement, const PartitionOptions& options,
+              int64_t samples = -1) const;
+  // The squared error of layer w's outputs computed with `weight` on the held-out calibration
+  // rows (the last quarter), against the trained layer's.
+  double held_out_error(size_t w, const Matrix& weight, const Matrix& input) const;
+  static int64_t fit_samples(int64_t rows);
   // The placements repurpose starts layer w from: contiguous, and the one keeping the most
   // trained weight mass with its inputs (the Hungarian algorithm on the mass).
   std::vector<std::vector<int32_t>> starts(size_t w, const std::vector<int32_t>& previous,
                                            int32_t workers) const;
-  // What repurpose minimises when it places layer w: the next layer's refit objective from its
-  // best start, or (the last layer) `own`, the layer's own.
-  double score(size_t w, const Matrix& input, const Matrix& weight,
-               const std::vector<int32_t>& placement, double own,
-               const PartitionOptions& options) const;
+  // What repurpose minimises when it places layer w: the held-out error of the next layer's
+  // refit from its best start, or (the last layer) of its own refit, both refit on the other
+  // calibration rows.
+  double score(size_t w, const Matrix& input, const detail::LayerContext& ctx,
+               const std::vector<int32_t>& placement, const PartitionOptions& options) const;
 
   Model model_;
   Matrix calibration_;
