@@ -116,13 +116,27 @@ int run(const Options& o) {
     return report_error(
         Error::make(ErrorKind::kInvalidArgument, "--workers {}: at least 1", o.workers));
   }
-  if (o.budget > 1.0 || (o.budget < 0.0 && o.budget != -1.0)) {
+  // -1: not given. NaN fails both comparisons, so the test is written to reject it.
+  if (o.budget != -1.0 && !(o.budget >= 0.0 && o.budget <= 1.0)) {
     return report_error(
         Error::make(ErrorKind::kInvalidArgument, "--budget {}: a share in [0, 1]", o.budget));
   }
   if (!(o.max_drop_points >= 0.0)) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,
                                     "--max-accuracy-drop {}: at least 0", o.max_drop_points));
+  }
+  if (!(o.ridge >= 0.0)) {
+    return report_error(
+        Error::make(ErrorKind::kInvalidArgument, "--ridge {}: at least 0", o.ridge));
+  }
+  if (o.rounds < 0) {
+    return report_error(
+        Error::make(ErrorKind::kInvalidArgument, "--rounds {}: at least 0", o.rounds));
+  }
+  if (o.grid_points < 2) {
+    return report_error(Error::make(ErrorKind::kInvalidArgument,
+                                    "--grid-points {}: at least 2 (the shares 1 and 0)",
+                                    o.grid_points));
   }
   if (o.system.empty() != o.network.empty()) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,

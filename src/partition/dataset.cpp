@@ -84,6 +84,7 @@ Expected<Dataset> parse_csv_dataset(const std::string& text, const std::string& 
                          source, line_number, fields.back());
     }
     data.labels.push_back(static_cast<int64_t>(label));
+    data.lines.push_back(static_cast<int64_t>(line_number));
     values.insert(values.end(), row.begin(), row.end() - 1);
   }
   if (data.labels.empty()) return Error::make(ErrorKind::kParse, "{}: no data rows", source);

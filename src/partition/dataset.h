@@ -19,6 +19,7 @@ struct Dataset {
   std::string source;
   Matrix features;              // one row per sample
   std::vector<int64_t> labels;  // one per sample
+  std::vector<int64_t> lines;   // the line of each sample in the file, for errors
   int64_t rows() const { return features.rows(); }
 };
 

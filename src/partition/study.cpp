@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -51,9 +52,13 @@ Expected<Study> run_study(Partitioner& partitioner, int64_t calibration_rows, co
   const int64_t classes = model.output().features();
   for (size_t row = 0; row < test.labels.size(); ++row) {
     if (test.labels[row] >= classes) {
+      // Datasets built in code carry no line numbers: then the message names the row.
+      const std::string where = row < test.lines.size()
+                                    ? fmt::format("{}:{}", test.source, test.lines[row])
+                                    : fmt::format("{}: row {}", test.source, row + 1);
       return Error::make(ErrorKind::kInvalidArgument,
-                         "{}: row {} has label {}, the model has {} outputs", test.source, row + 1,
-                         test.labels[row], classes);
+                         "{}: label {}, but the model has {} outputs (classes 0 to {})", where,
+                         test.labels[row], classes, classes - 1);
     }
   }
   if (!(options.max_drop >= 0.0)) {

@@ -762,10 +762,9 @@ Expected<Model> read_state_dict(const std::string& path,
         (tensors.size() == 2 && tensors.find("bias") == tensors.end())) {
       std::string names;
       for (const auto& [leaf, t] : tensors) names += (names.empty() ? "" : ", ") + leaf;
-      return torch_error(path,
-                         fmt::format("{}: tensors {}: only dense layers (weight, bias) can be "
-                                     "read from a state dict",
-                                     prefix, names));
+      return torch_error(path, fmt::format("{}tensors {}: only dense layers (weight, bias) can be "
+                                           "read from a state dict",
+                                           prefix.empty() ? "" : prefix + ": ", names));
     }
     if (weight->second.dim() != 2) {
       return torch_error(

@@ -114,6 +114,7 @@ TEST(Dataset, reads_features_and_labels_and_skips_a_header) {
   EXPECT_EQ(data->features.cols(), 2);
   EXPECT_DOUBLE_EQ(data->features(1, 1), 1e-3);
   EXPECT_EQ(data->labels, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(data->lines, (std::vector<int64_t>{2, 3}));
 }
 
 TEST(Dataset, bad_rows_are_errors_naming_file_line_and_field) {

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -126,6 +128,18 @@ TEST(PartitionCli, bad_inputs_exit_1_with_one_message_naming_the_file) {
   EXPECT_EQ(result.err,
             "orrery: error: --methods: unknown method \"best\" (repurpose, contiguous, "
             "random, magnitude, refit)\n");
+
+  // Flags checked before anything is read.
+  for (const auto& [flag, value, message] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--budget", "nan", "--budget nan: a share in [0, 1]"},
+           {"--ridge", "-1", "--ridge -1: at least 0"}}) {
+    args = small_model_args(2);
+    args.insert(args.end(), {flag, value});
+    result = run_orrery(args);
+    EXPECT_EQ(result.exit_code, 1) << flag;
+    EXPECT_EQ(result.err, "orrery: error: " + message + "\n");
+  }
   std::filesystem::remove_all(dir);
 }
 

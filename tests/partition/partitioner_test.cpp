@@ -249,6 +249,29 @@ TEST(Study, operating_points_are_the_least_traffic_within_the_accuracy_drop) {
   EXPECT_NE(study_svg(*study, "t").find("<polyline"), std::string::npos);
 }
 
+TEST(Study, test_labels_beyond_the_models_outputs_are_errors_naming_the_line) {
+  const Model model = dense_model(3);
+  const Dataset calibration = labelled(model, 40, 4);
+  Expected<Partitioner> p = Partitioner::make(model, calibration.features);
+  ASSERT_TRUE(p);
+  Expected<Dataset> test =
+      parse_csv_dataset("a,b,c,d,e,f,label\n0,0,0,0,0,0,3\n\n1,1,1,1,1,1,4\n", "t.csv");
+  ASSERT_TRUE(test) << test.error().message();
+  StudyOptions options;
+  options.keep = 1.0;
+  Expected<Study> study = run_study(*p, 40, *test, options);
+  ASSERT_FALSE(study);
+  EXPECT_EQ(study.error().message(),
+            "t.csv:4: label 4, but the model has 4 outputs (classes 0 to 3)");
+  // A dataset built in code has no lines: the message names the row.
+  Dataset built = labelled(model, 5, 6);
+  built.labels[2] = 7;
+  study = run_study(*p, 40, built, options);
+  ASSERT_FALSE(study);
+  EXPECT_EQ(study.error().message(),
+            "synthetic: row 3: label 7, but the model has 4 outputs (classes 0 to 3)");
+}
+
 TEST(InferenceTrace, traces_carry_each_layers_sends_receives_and_compute_and_validate_strictly) {
   const Model model = dense_model(1);
   const Dataset data = labelled(model, 50, 2);
