@@ -5,7 +5,8 @@
 # module, built for Debian's /usr/bin/python3, whose numpy, pytest, matplotlib, torch and sklearn
 # packages the Python tests, examples and recording scripts use; Open MPI: distributed sweeps and
 # replays; SQLite: sweep results; CBC and GLPK: exact sharding plans; Eigen: least squares; clang
-# and its runtime: the libFuzzer targets of `make fuzz`).
+# and its runtime: the libFuzzer targets of `make fuzz`; libonnx-dev: ONNX models for `orrery
+# partition`).
 # Idempotent: checks each package first and runs `apt-get update` only when something is missing.
 set -euo pipefail
 
@@ -18,7 +19,7 @@ packages=(
   python3 python3-dev pybind11-dev python3-numpy python3-pytest python3-matplotlib python3-pandas
   libtorch-dev python3-torch python3-sklearn
   libopenmpi-dev openmpi-bin
-  libsqlite3-dev coinor-libcbc-dev libeigen3-dev
+  libsqlite3-dev coinor-libcbc-dev libeigen3-dev libonnx-dev
   clang-14 libclang-rt-14-dev
   chromium
 )
