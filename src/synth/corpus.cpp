@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <regex>
 
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
@@ -122,6 +121,19 @@ SetResult read_set(const std::string& target) {
   return result;
 }
 
+// "<prefix>.<digits>.et" or ".et.gz" -> <prefix>; anything else is a file of its own.
+std::optional<std::string> rank_file_prefix(std::string_view path) {
+  if (path.ends_with(".gz")) path.remove_suffix(3);
+  if (!path.ends_with(".et")) return std::nullopt;
+  path.remove_suffix(3);
+  const size_t dot = path.rfind('.');
+  if (dot == std::string_view::npos || dot + 1 == path.size()) return std::nullopt;
+  for (char c : path.substr(dot + 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  return std::string(path.substr(0, dot));
+}
+
 Corpus assemble(const std::vector<std::string>& targets, std::vector<SetResult>& results) {
   Corpus corpus;
   for (size_t idx = 0; idx < targets.size(); ++idx) {
@@ -144,7 +156,6 @@ Expected<Corpus> load_corpus(const std::string& folder, size_t threads) {
   if (!fs::is_directory(folder, error)) {
     return Error::make(ErrorKind::kIo, "{}: not a folder of traces", folder);
   }
-  static const std::regex kRankFile(R"((.*)\.(\d+)\.et(\.gz)?)");
   std::vector<std::string> targets;
   std::vector<std::string> paths;
   for (fs::recursive_directory_iterator it(folder, error), end; !error && it != end;
@@ -156,12 +167,8 @@ Expected<Corpus> load_corpus(const std::string& folder, size_t threads) {
   if (error) return Error::make(ErrorKind::kIo, "{}: {}", folder, error.message());
   std::sort(paths.begin(), paths.end());
   for (const std::string& path : paths) {
-    std::smatch match;
-    if (std::regex_match(path, match, kRankFile)) {
-      targets.push_back(match[1].str());
-    } else {
-      targets.push_back(path);
-    }
+    const std::optional<std::string> prefix = rank_file_prefix(path);
+    targets.push_back(prefix ? *prefix : path);
   }
   std::sort(targets.begin(), targets.end());
   targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
