@@ -75,10 +75,10 @@ inline constexpr size_t kModuleCount = 3;
 std::string_view module_name(Module module);  // "layer-size", "attributes", "edges"
 
 struct TrainOptions {
-  uint32_t steps = 400;  // optimizer steps per module
-  uint32_t batch = 32;   // examples (graph prefix, next layer) per step
+  uint32_t steps = 2000;  // optimizer steps per module
+  uint32_t batch = 32;    // examples (graph prefix, next layer) per step
   double learning_rate = 1e-3;
-  uint32_t eval_every = 50;          // steps between validation losses
+  uint32_t eval_every = 100;         // steps between validation losses
   double validation_fraction = 0.1;  // graphs held out for early stopping
   uint64_t seed = 1;
   std::array<bool, kModuleCount> modules = {true, true, true};  // which to (re)train
