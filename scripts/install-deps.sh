@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages orrery needs to build, test and benchmark (NLopt and GLPK: the
 # optimizer of `orrery libra`; chromium: the browser test of `orrery report` opens the HTML page
-# headless; libtorch: replay, synth and partition; pybind11 and python3-dev: the `orrery` Python
+# headless; libtorch: replay, synth and partition, with OpenBLAS (libtorch on the reference BLAS
+# multiplies matrices about 20x slower); pybind11 and python3-dev: the `orrery` Python
 # module, built for Debian's /usr/bin/python3, whose numpy, pytest, matplotlib, torch and sklearn
 # packages the Python tests, examples and recording scripts use; Open MPI: distributed sweeps and
 # replays; SQLite: sweep results; CBC and GLPK: exact sharding plans; Eigen: least squares; clang
@@ -17,7 +18,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libnlopt-dev libglpk-dev
   python3 python3-dev pybind11-dev python3-numpy python3-pytest python3-matplotlib python3-pandas
-  libtorch-dev python3-torch python3-sklearn
+  libtorch-dev python3-torch python3-sklearn libopenblas0-pthread
   libopenmpi-dev openmpi-bin
   libsqlite3-dev coinor-libcbc-dev libeigen3-dev libonnx-dev
   clang-14 libclang-rt-14-dev

@@ -1,0 +1,168 @@
+// The three verbs end to end on a small generated corpus: train, sample, eval, and the command
+// line's answers to bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "chakra/trace_builder.h"
+#include "e2e/run_command.h"
+#include "gen/microbench.h"
+#include "synth/synthesizer.h"
+
+namespace orrery::synth {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Eight one-collective microbenchmarks (4 ranks, a compute node before) and a ring exchange.
+void write_corpus(const std::string& folder) {
+  int idx = 0;
+  for (gen::MicrobenchKind kind :
+       {gen::MicrobenchKind::kAllReduce, gen::MicrobenchKind::kAllGather,
+        gen::MicrobenchKind::kReduceScatter, gen::MicrobenchKind::kAllToAll}) {
+    for (uint64_t bytes : {uint64_t{1} << 16, uint64_t{1} << 22}) {
+      gen::MicrobenchSpec spec;
+      spec.kind = kind;
+      spec.bytes = bytes;
+      spec.ranks = 4;
+      spec.compute_us = 10 + 10 * static_cast<uint64_t>(idx);
+      ASSERT_TRUE(gen::write_microbench(spec, folder + "/mb" + std::to_string(idx++) + "/w"));
+    }
+  }
+  gen::MicrobenchSpec ring;
+  ring.kind = gen::MicrobenchKind::kSendRecv;
+  ring.bytes = 1 << 20;
+  ring.ranks = 4;
+  ASSERT_TRUE(gen::write_microbench(ring, folder + "/ring/w"));
+}
+
+TrainSettings tiny(const std::string& corpus, const std::string& scratch) {
+  TrainSettings settings;
+  settings.corpus = corpus;
+  settings.window = 32;
+  settings.sizes.hidden = 16;
+  settings.sizes.mpnn_layers = 1;
+  settings.sizes.attr_embed = 4;
+  settings.sizes.level_embed = 4;
+  settings.sizes.label_embed = 4;
+  settings.sizes.time_embed = 4;
+  settings.sizes.heads = 2;
+  settings.sizes.node_steps = 4;
+  settings.sizes.edge_steps = 2;
+  settings.training.steps = 8;
+  settings.training.batch = 8;
+  settings.training.eval_every = 4;
+  settings.platform.ranks = 4;
+  settings.threads = 1;
+  settings.scratch = scratch;
+  return settings;
+}
+
+std::string bytes_of(const std::string& path) { return read_whole_file(path); }
+
+TEST(Synthesizer, train_sample_eval_end_to_end_and_deterministic) {
+  set_compute_threads(1);
+  test::TempDir dir;
+  write_corpus(dir.file("corpus"));
+  Expected<TrainSummary> first =
+      train_model(tiny(dir.file("corpus"), dir.file("s1")), dir.file("a.pt"), {});
+  ASSERT_TRUE(first) << first.error().message();
+  EXPECT_EQ(first->sets, 9u);
+  EXPECT_EQ(first->rank_programs, 9u);  // every rank of a microbenchmark runs the same program
+  EXPECT_EQ(first->training_graphs, 9u);
+  EXPECT_EQ(first->modules.size(), 3u);
+  Expected<TrainSummary> again =
+      train_model(tiny(dir.file("corpus"), dir.file("s2")), dir.file("b.pt"), {});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(bytes_of(dir.file("a.pt")), bytes_of(dir.file("b.pt")));  // the same model file
+
+  SampleSettings sample;
+  sample.model = dir.file("a.pt");
+  sample.output = dir.file("out");
+  sample.count = 6;
+  sample.seed = 4;
+  Expected<SampleSummary> sampled = sample_traces(sample, {});
+  ASSERT_TRUE(sampled) << sampled.error().message();
+  EXPECT_EQ(sampled->samples, 6u);
+  EXPECT_EQ(sampled->ranks, 4u);
+  EXPECT_TRUE(fs::exists(dir.file("out/sample_00005.3.et")));
+  EXPECT_TRUE(fs::exists(dir.file("out/sample_00005.json")));
+  sample.output = dir.file("out2");
+  ASSERT_TRUE(sample_traces(sample, {}));
+  for (int r = 0; r < 4; ++r) {
+    const std::string name = "/sample_00002." + std::to_string(r) + ".et";
+    EXPECT_EQ(bytes_of(dir.file("out") + name), bytes_of(dir.file("out2") + name));
+  }
+
+  EvalSettings eval;
+  eval.model = dir.file("a.pt");
+  eval.real = dir.file("corpus");
+  eval.synthetic = dir.file("out");
+  eval.threads = 1;
+  eval.surrogate_options.steps = 20;
+  eval.surrogate_options.hidden = 16;
+  Expected<EvalReport> report = evaluate(eval, {});
+  ASSERT_TRUE(report) << report.error().message();
+  EXPECT_EQ(report->validity, 1.0) << (report->invalid.empty() ? "" : report->invalid[0]);
+  EXPECT_EQ(report->baseline_validity, 1.0);
+  EXPECT_EQ(report->real_graphs, 9u);
+  EXPECT_EQ(report->synthetic_sets, 6u);
+  EXPECT_EQ(report->baseline_samples, 6u);
+  const nlohmann::json json = eval_to_json(*report);
+  EXPECT_EQ(json["validity"], 1.0);
+  for (const char* stat : {"layer_size", "in_degree", "out_degree", "kind", "collective_mix"}) {
+    ASSERT_TRUE(json["mmd"].contains(stat)) << stat;
+    EXPECT_GE(json["mmd"][stat]["model"].get<double>(), 0.0);
+    EXPECT_GE(json["mmd"][stat]["baseline"].get<double>(), 0.0);
+  }
+  EXPECT_TRUE(json["wasserstein"].contains("log10_time_ns"));
+  EXPECT_TRUE(json["surrogate"]["model"].contains("pearson"));
+
+  // The real corpus as its own "synthetic" set: every distance is zero.
+  eval.synthetic = dir.file("corpus");
+  eval.surrogate = false;
+  Expected<EvalReport> self = evaluate(eval, {});
+  ASSERT_TRUE(self) << self.error().message();
+  for (const auto& [name, pair] : self->mmd) EXPECT_NEAR(pair.first, 0.0, 1e-12) << name;
+  EXPECT_NEAR(self->wasserstein.at("log10_time_ns").first, 0.0, 1e-12);
+}
+
+TEST(Synthesizer, the_command_line_names_what_is_wrong) {
+  test::TempDir dir;
+  CommandResult help = run_orrery({"synth", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("train"), std::string::npos);
+  EXPECT_NE(help.out.find("sample"), std::string::npos);
+  EXPECT_NE(help.out.find("eval"), std::string::npos);
+
+  CommandResult no_corpus =
+      run_orrery({"synth", "train", "--corpus", dir.file("none"), "-o", dir.file("m.pt")});
+  EXPECT_EQ(no_corpus.exit_code, 1);
+  EXPECT_NE(no_corpus.err.find(dir.file("none") + ": not a folder of traces"), std::string::npos)
+      << no_corpus.err;
+
+  {
+    std::ofstream out(dir.file("junk.pt"));
+    out << "hello";
+  }
+  CommandResult junk =
+      run_orrery({"synth", "sample", "--model", dir.file("junk.pt"), "-o", dir.file("out")});
+  EXPECT_EQ(junk.exit_code, 1);
+  EXPECT_NE(junk.err.find("not an orrery synth model file"), std::string::npos) << junk.err;
+
+  CommandResult bad_target = run_orrery({"synth", "sample", "--model", dir.file("junk.pt"), "-o",
+                                         dir.file("out"), "--target-time", "soon"});
+  EXPECT_EQ(bad_target.exit_code, 1);
+  EXPECT_NE(bad_target.err.find("--target-time: 'soon' is not a positive duration"),
+            std::string::npos)
+      << bad_target.err;
+
+  CommandResult heads = run_orrery({"synth", "train", "--corpus", dir.file(""), "-o",
+                                    dir.file("m.pt"), "--hidden", "30", "--heads", "4"});
+  EXPECT_EQ(heads.exit_code, 1);
+  EXPECT_NE(heads.err.find("--hidden 30 is not a multiple of --heads 4"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace orrery::synth
