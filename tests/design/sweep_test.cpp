@@ -164,6 +164,34 @@ TEST(Sweep, DatabaseOfAnotherSweepIsRefused) {
   std::filesystem::remove(db);
 }
 
+TEST(Sweep, DlrmShardingPlans) {
+  const std::string text =
+      "workload: {dlrm: dlrm-kaggle, global_batch: 2048}\n"
+      "cluster:\n"
+      "  accelerators: [8, 16]\n"
+      "  peak_tflops: 312\n"
+      "  hbm_capacity: 80GiB\n"
+      "  hbm_bandwidth: 2039\n"
+      "  network: [{topology: Switch, size: rest, bandwidth: [25, 100]}]\n"
+      "plan: {sharding: all}\n";
+  Expected<SweepSpec> spec = parse_sweep_file("dlrm.yml", text);
+  ASSERT_TRUE(spec) << spec.error().message();
+  Expected<std::vector<SweepPoint>> points = expand_sweep(*spec);
+  ASSERT_TRUE(points);
+  ASSERT_EQ(points->size(), 12u);  // 2 sizes x 2 bandwidths x table, row, column
+  const std::string db = temp_db("dlrm");
+  const StoredSweep stored = run_into(*spec, *points, db, 2);
+  ASSERT_EQ(stored.rows.size(), 12u);
+  for (const SweepPoint& point : *points) {
+    const PointResult& row = stored.rows[point.id].result;
+    EXPECT_EQ(row, evaluate_point(*spec, point)) << point.id;
+    EXPECT_EQ(row.status, PointStatus::kOk) << row.reason;
+  }
+  // The same plan on 4x the bandwidth is faster (the embedding all-to-all is exposed).
+  EXPECT_LT(stored.rows[3].result.iteration_ns, stored.rows[0].result.iteration_ns);
+  std::filesystem::remove(db);
+}
+
 // Every bad file: the message names the file and the line of the mistake.
 struct BadFile {
   const char* text;
