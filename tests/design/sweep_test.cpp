@@ -1,0 +1,247 @@
+// orrery sweep's library: a sweep run on a thread pool gives, row for row, what each point gives
+// evaluated alone; the rules and the memory reject points with their reason; a database is resumed
+// without repeating a point; bad sweep files get one error naming the file, the line and the key.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "design/sweep_answers.h"
+#include "design/sweep_eval.h"
+#include "design/sweep_file.h"
+#include "design/sweep_run.h"
+#include "design/sweep_space.h"
+#include "design/sweep_store.h"
+
+namespace orrery::design {
+namespace {
+
+const std::string kSmall = std::string(ORRERY_TEST_DATA_DIR) + "/sweep/small.yml";
+
+std::string temp_db(const std::string& name) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("orrery-sweep-test-" + std::to_string(::getpid()) + "-" + name + ".sqlite");
+  std::filesystem::remove(path);
+  return path.string();
+}
+
+StoredSweep run_into(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                     const std::string& db, size_t threads) {
+  Expected<std::unique_ptr<SweepStore>> store = SweepStore::open(db, spec, points.size());
+  EXPECT_TRUE(store) << store.error().message();
+  SweepRunOptions options;
+  options.threads = threads;
+  Expected<SweepProgress> progress = run_sweep(spec, points, **store, options);
+  EXPECT_TRUE(progress) << progress.error().message();
+  store->reset();
+  Expected<StoredSweep> stored = read_sweep_db(db);
+  EXPECT_TRUE(stored) << stored.error().message();
+  return *stored;
+}
+
+TEST(Sweep, PoolRunEqualsEveryPointAlone) {
+  Expected<SweepSpec> spec = load_sweep_file(kSmall);
+  ASSERT_TRUE(spec) << spec.error().message();
+  Expected<std::vector<SweepPoint>> points = expand_sweep(*spec);
+  ASSERT_TRUE(points) << points.error().message();
+  // 2 HBM sizes x 2 bandwidths x (tp {1, 4} x pp {1, 2} x micro-batch {1, 2}, and tp 3 x pp
+  // {1, 2}: no dp divides the rest, one refused point per branch).
+  ASSERT_EQ(points->size(), 40u);
+  const std::string db = temp_db("pool");
+  const StoredSweep stored = run_into(*spec, *points, db, 2);
+  ASSERT_EQ(stored.rows.size(), points->size());
+  uint64_t ok = 0, rejected = 0;
+  for (const SweepPoint& point : *points) {
+    const PointResult alone = evaluate_point(*spec, point, 1);
+    const PointResult& row = stored.rows[point.id].result;
+    EXPECT_EQ(row, alone) << "point " << point.id;
+    EXPECT_EQ(stored.rows[point.id].axes, axis_values(*spec, point)) << "point " << point.id;
+    if (row.status == PointStatus::kOk) {
+      ++ok;
+      EXPECT_GT(row.iteration_ns, 0);
+      EXPECT_GE(row.iteration_ns, row.compute_ns);
+      EXPECT_GT(row.events, 0u);
+    } else if (row.status == PointStatus::kRejected) {
+      ++rejected;
+      EXPECT_FALSE(row.reason.empty());
+    }
+  }
+  EXPECT_GT(ok, 0u);
+  EXPECT_GT(rejected, 0u);
+  // Faster links on the data-parallel dimension never make the best plan slower.
+  const SweepAnswers answers = answer_sweep(stored);
+  ASSERT_FALSE(answers.best.empty());
+  EXPECT_GE(answers.cluster_spread, 1.0);
+  std::filesystem::remove(db);
+}
+
+TEST(Sweep, ThreadCountDoesNotChangeRows) {
+  Expected<SweepSpec> spec = load_sweep_file(kSmall);
+  ASSERT_TRUE(spec);
+  Expected<std::vector<SweepPoint>> points = expand_sweep(*spec);
+  ASSERT_TRUE(points);
+  const std::string one = temp_db("one"), two = temp_db("two");
+  const StoredSweep a = run_into(*spec, *points, one, 1);
+  const StoredSweep b = run_into(*spec, *points, two, 2);
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_EQ(a.rows[i].axes, b.rows[i].axes) << i;
+    EXPECT_EQ(a.rows[i].result, b.rows[i].result) << i;
+  }
+  std::filesystem::remove(one);
+  std::filesystem::remove(two);
+}
+
+TEST(Sweep, RejectionsSayWhy) {
+  Expected<SweepSpec> spec = load_sweep_file(kSmall);
+  ASSERT_TRUE(spec);
+  Expected<std::vector<SweepPoint>> points = expand_sweep(*spec);
+  ASSERT_TRUE(points);
+  bool divisibility = false, batch = false, memory = false;
+  for (const SweepPoint& point : *points) {
+    const PointResult result = evaluate_point(*spec, point);
+    if (result.status != PointStatus::kRejected) continue;
+    divisibility = divisibility ||
+                   result.reason.find("tp x cp x pp = 3 does not divide the 16 accelerators") !=
+                       std::string::npos;
+    batch = batch || result.reason.find("--global-batch 16 is not a multiple") != std::string::npos;
+    if (point.cluster.hbm_bytes == 512ull << 20 && point.reason.empty() &&
+        result.reason.find("GiB") != std::string::npos) {
+      memory = true;
+      // The memory that does not fit is counted.
+      EXPECT_GT(result.need_bytes, point.cluster.hbm_bytes) << result.reason;
+    }
+  }
+  EXPECT_TRUE(divisibility);
+  EXPECT_TRUE(batch);
+  EXPECT_TRUE(memory);
+}
+
+TEST(Sweep, ResumeRunsOnlyTheMissingPoints) {
+  Expected<SweepSpec> spec = load_sweep_file(kSmall);
+  ASSERT_TRUE(spec);
+  Expected<std::vector<SweepPoint>> points = expand_sweep(*spec);
+  ASSERT_TRUE(points);
+  const std::string db = temp_db("resume");
+  // A first run that stopped after the first 20 points.
+  std::vector<SweepPoint> first(points->begin(), points->begin() + 20);
+  {
+    Expected<std::unique_ptr<SweepStore>> store = SweepStore::open(db, *spec, points->size());
+    ASSERT_TRUE(store);
+    std::vector<PointResult> results;
+    for (const SweepPoint& p : first) results.push_back(evaluate_point(*spec, p));
+    ASSERT_TRUE((*store)->write(first, results));
+  }
+  Expected<std::unique_ptr<SweepStore>> store = SweepStore::open(db, *spec, points->size());
+  ASSERT_TRUE(store);
+  SweepRunOptions options;
+  options.threads = 2;
+  Expected<SweepProgress> progress = run_sweep(*spec, *points, **store, options);
+  ASSERT_TRUE(progress) << progress.error().message();
+  EXPECT_EQ(progress->stored, 20u);
+  EXPECT_EQ(progress->done, points->size());
+  EXPECT_EQ(progress->ok + progress->rejected + progress->failed, points->size() - 20);
+  store->reset();
+  Expected<StoredSweep> stored = read_sweep_db(db);
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->rows.size(), points->size());
+  for (size_t i = 0; i < stored->rows.size(); ++i) EXPECT_EQ(stored->rows[i].result.id, i);
+  std::filesystem::remove(db);
+}
+
+TEST(Sweep, DatabaseOfAnotherSweepIsRefused) {
+  Expected<SweepSpec> spec = load_sweep_file(kSmall);
+  ASSERT_TRUE(spec);
+  const std::string db = temp_db("other");
+  ASSERT_TRUE(SweepStore::open(db, *spec, 1));
+  Expected<SweepSpec> other = parse_sweep_file(kSmall, spec->text + "\n# changed\n");
+  ASSERT_TRUE(other);
+  Expected<std::unique_ptr<SweepStore>> store = SweepStore::open(db, *other, 1);
+  ASSERT_FALSE(store);
+  EXPECT_NE(store.error().message().find(db), std::string::npos) << store.error().message();
+  std::filesystem::remove(db);
+}
+
+TEST(Sweep, DlrmShardingPlans) {
+  const std::string text =
+      "workload: {dlrm: dlrm-kaggle, global_batch: 2048}\n"
+      "cluster:\n"
+      "  accelerators: [8, 16]\n"
+      "  peak_tflops: 312\n"
+      "  hbm_capacity: 80GiB\n"
+      "  hbm_bandwidth: 2039\n"
+      "  network: [{topology: Switch, size: rest, bandwidth: [25, 100]}]\n"
+      "plan: {sharding: all}\n";
+  Expected<SweepSpec> spec = parse_sweep_file("dlrm.yml", text);
+  ASSERT_TRUE(spec) << spec.error().message();
+  Expected<std::vector<SweepPoint>> points = expand_sweep(*spec);
+  ASSERT_TRUE(points);
+  ASSERT_EQ(points->size(), 12u);  // 2 sizes x 2 bandwidths x table, row, column
+  const std::string db = temp_db("dlrm");
+  const StoredSweep stored = run_into(*spec, *points, db, 2);
+  ASSERT_EQ(stored.rows.size(), 12u);
+  for (const SweepPoint& point : *points) {
+    const PointResult& row = stored.rows[point.id].result;
+    EXPECT_EQ(row, evaluate_point(*spec, point)) << point.id;
+    EXPECT_EQ(row.status, PointStatus::kOk) << row.reason;
+  }
+  // The same plan on 4x the bandwidth is faster (the embedding all-to-all is exposed).
+  EXPECT_LT(stored.rows[3].result.iteration_ns, stored.rows[0].result.iteration_ns);
+  std::filesystem::remove(db);
+}
+
+// Every bad file: the message names the file and the line of the mistake.
+struct BadFile {
+  const char* text;
+  const char* expected;  // in the message, after "bad.yml:"
+};
+
+TEST(Sweep, BadFilesNameFileLineAndKey) {
+  const std::string head =
+      "workload:\n"                           // 1
+      "  llm: gpt3-175b\n"                    // 2
+      "  global_batch: 64\n"                  // 3
+      "cluster:\n"                            // 4
+      "  accelerators: 64\n"                  // 5
+      "  peak_tflops: 312\n"                  // 6
+      "  hbm_capacity: 80GiB\n"               // 7
+      "  hbm_bandwidth: 2039\n"               // 8
+      "  network:\n"                          // 9
+      "    - {size: 8, bandwidth: 300}\n"     // 10
+      "    - {size: rest, bandwidth: 25}\n";  // 11
+  ASSERT_TRUE(parse_sweep_file("bad.yml", head))
+      << parse_sweep_file("bad.yml", head).error().message();
+  const std::vector<BadFile> cases = {
+      {"plan:\n  tpp: [1, 2]\n", "13:"},
+      {"plan:\n  tp: []\n", "13:"},
+      {"plan:\n  tp: {from: 8, to: 1, step: 1}\n", "13:"},
+      {"plan:\n  tp: [1, two]\n", "13:"},
+      {"plan:\n  sharding: [row]\n", "13:"},
+      {"costs:\n  accelerator: -5\n", "13:"},
+      {"constraints:\n  memory: maybe\n", "13:"},
+      {"plan:\n  tp: [1\n", "14:"},  // YAML of its own: where the parser stopped
+  };
+  for (const BadFile& c : cases) {
+    Expected<SweepSpec> spec = parse_sweep_file("bad.yml", head + c.text);
+    ASSERT_FALSE(spec) << c.text;
+    const std::string message = spec.error().message();
+    EXPECT_NE(message.find(std::string("bad.yml:") + c.expected), std::string::npos)
+        << c.text << " -> " << message;
+  }
+  // `all` is for plan axes only; an unknown model is named.
+  Expected<SweepSpec> all =
+      parse_sweep_file("bad.yml", std::string(head).replace(head.find("64\n  peak"), 2, "all"));
+  ASSERT_FALSE(all);
+  EXPECT_NE(all.error().message().find("bad.yml:5:"), std::string::npos) << all.error().message();
+  Expected<SweepSpec> model =
+      parse_sweep_file("bad.yml", std::string(head).replace(head.find("gpt3-175b"), 9, "gpt9"));
+  ASSERT_FALSE(model);
+  EXPECT_NE(model.error().message().find("bad.yml:2:"), std::string::npos)
+      << model.error().message();
+  EXPECT_NE(model.error().message().find("gpt9"), std::string::npos) << model.error().message();
+}
+
+}  // namespace
+}  // namespace orrery::design
