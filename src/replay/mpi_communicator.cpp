@@ -2,8 +2,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <numeric>
+#include <thread>
 
 #include "replay/communicator.h"
 
@@ -103,6 +105,21 @@ class MpiCommunicator final : public Communicator {
     return Status::ok();
   }
 
+  // Waits for `pending`, testing it with growing pauses (1 us doubling to 100 us) rather than
+  // spinning: Open MPI's blocking calls poll a core at full speed, which on a shared or
+  // oversubscribed machine takes the core from the computation it should overlap (c10d's Gloo
+  // backend sleeps in the kernel instead). Each test also drives the operation's progress.
+  static int wait_gently(MPI_Request& pending) {
+    int done = 0;
+    std::chrono::microseconds pause(1);
+    while (true) {
+      const int code = MPI_Test(&pending, &done, MPI_STATUS_IGNORE);
+      if (code != MPI_SUCCESS || done != 0) return code;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(100));
+    }
+  }
+
   Status run(const CommRequest& request) override {
     const auto found = comms_.find(*request.group);
     if (found == comms_.end()) {
@@ -115,26 +132,30 @@ class MpiCommunicator final : public Communicator {
     const uint64_t element = dtype_bytes(request.dtype);
     const int count = to_int(request.bytes / element);
     int code = MPI_SUCCESS;
+    MPI_Request pending = MPI_REQUEST_NULL;
     switch (request.kind) {
       case CommOpKind::kAllReduce:
-        code = MPI_Allreduce(MPI_IN_PLACE, request.send, count, type,
-                             request.dtype == DType::kBool ? MPI_MAX : MPI_SUM, comm);
+        code = MPI_Iallreduce(MPI_IN_PLACE, request.send, count, type,
+                              request.dtype == DType::kBool ? MPI_MAX : MPI_SUM, comm, &pending);
         break;
       case CommOpKind::kBroadcast:
-        code = MPI_Bcast(request.send, count, type, static_cast<int>(request.root), comm);
+        code =
+            MPI_Ibcast(request.send, count, type, static_cast<int>(request.root), comm, &pending);
         break;
       case CommOpKind::kAllGather:
-        code = MPI_Allgather(request.send, to_int(request.bytes), MPI_BYTE, request.recv,
-                             to_int(request.bytes), MPI_BYTE, comm);
+        code = MPI_Iallgather(request.send, to_int(request.bytes), MPI_BYTE, request.recv,
+                              to_int(request.bytes), MPI_BYTE, comm, &pending);
         break;
       case CommOpKind::kReduceScatter:
-        code = MPI_Reduce_scatter_block(request.send, request.recv, count / n, type, MPI_SUM, comm);
+        code = MPI_Ireduce_scatter_block(request.send, request.recv, count / n, type, MPI_SUM, comm,
+                                         &pending);
         break;
       case CommOpKind::kAllToAll:
         if (request.send_bytes.empty()) {
-          code = MPI_Alltoall(request.send, to_int(request.bytes / static_cast<uint64_t>(n)),
-                              MPI_BYTE, request.recv,
-                              to_int(request.bytes / static_cast<uint64_t>(n)), MPI_BYTE, comm);
+          code = MPI_Ialltoall(request.send, to_int(request.bytes / static_cast<uint64_t>(n)),
+                               MPI_BYTE, request.recv,
+                               to_int(request.bytes / static_cast<uint64_t>(n)), MPI_BYTE, comm,
+                               &pending);
         } else {
           std::vector<int> send_counts(request.send_bytes.size());
           std::vector<int> recv_counts(request.recv_bytes.size());
@@ -146,36 +167,40 @@ class MpiCommunicator final : public Communicator {
           std::vector<int> recv_at(recv_counts.size(), 0);
           std::exclusive_scan(send_counts.begin(), send_counts.end(), send_at.begin(), 0);
           std::exclusive_scan(recv_counts.begin(), recv_counts.end(), recv_at.begin(), 0);
-          code = MPI_Alltoallv(request.send, send_counts.data(), send_at.data(), MPI_BYTE,
-                               request.recv, recv_counts.data(), recv_at.data(), MPI_BYTE, comm);
+          code = MPI_Ialltoallv(request.send, send_counts.data(), send_at.data(), MPI_BYTE,
+                                request.recv, recv_counts.data(), recv_at.data(), MPI_BYTE, comm,
+                                &pending);
+          if (code == MPI_SUCCESS) code = wait_gently(pending);  // the counts live here
         }
         break;
       case CommOpKind::kReduce:
-        code = MPI_Reduce(request.send, request.recv, count, type, MPI_SUM,
-                          static_cast<int>(request.root), comm);
+        code = MPI_Ireduce(request.send, request.recv, count, type, MPI_SUM,
+                           static_cast<int>(request.root), comm, &pending);
         break;
       case CommOpKind::kGather:
-        code = MPI_Gather(request.send, to_int(request.bytes), MPI_BYTE, request.recv,
-                          to_int(request.bytes), MPI_BYTE, static_cast<int>(request.root), comm);
+        code = MPI_Igather(request.send, to_int(request.bytes), MPI_BYTE, request.recv,
+                           to_int(request.bytes), MPI_BYTE, static_cast<int>(request.root), comm,
+                           &pending);
         break;
       case CommOpKind::kScatter:
-        code = MPI_Scatter(request.send, to_int(request.bytes / static_cast<uint64_t>(n)), MPI_BYTE,
-                           request.recv, to_int(request.bytes / static_cast<uint64_t>(n)), MPI_BYTE,
-                           static_cast<int>(request.root), comm);
+        code =
+            MPI_Iscatter(request.send, to_int(request.bytes / static_cast<uint64_t>(n)), MPI_BYTE,
+                         request.recv, to_int(request.bytes / static_cast<uint64_t>(n)), MPI_BYTE,
+                         static_cast<int>(request.root), comm, &pending);
         break;
       case CommOpKind::kBarrier:
-        code = MPI_Barrier(comm);
+        code = MPI_Ibarrier(comm, &pending);
         break;
       case CommOpKind::kSend:
-        code = MPI_Send(request.send, to_int(request.bytes), MPI_BYTE,
-                        static_cast<int>(request.peer), request.tag, MPI_COMM_WORLD);
+        code = MPI_Isend(request.send, to_int(request.bytes), MPI_BYTE,
+                         static_cast<int>(request.peer), request.tag, MPI_COMM_WORLD, &pending);
         break;
       case CommOpKind::kRecv:
-        code =
-            MPI_Recv(request.recv, to_int(request.bytes), MPI_BYTE, static_cast<int>(request.peer),
-                     request.tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        code = MPI_Irecv(request.recv, to_int(request.bytes), MPI_BYTE,
+                         static_cast<int>(request.peer), request.tag, MPI_COMM_WORLD, &pending);
         break;
     }
+    if (code == MPI_SUCCESS && pending != MPI_REQUEST_NULL) code = wait_gently(pending);
     if (code != MPI_SUCCESS) {
       return Error::make(ErrorKind::kInvalidArgument, "rank {}: MPI {} of {} bytes failed: {}",
                          rank_, comm_op_name(request.kind), request.bytes, mpi_error(code));

@@ -136,10 +136,42 @@ std::optional<DType> dtype_of_size(int64_t bytes) {
 }
 
 // Builds the plan's arguments, tensors and storages.
+// The layouts the trace's aten::as_strided calls gave their outputs: traces without strides
+// (schema 1.0.1) still record as_strided's size and stride arguments, under every transpose,
+// expand and t(). Keyed by (tensor id, storage id): (node id, sizes, strides), in node order.
+struct Layout {
+  uint64_t node = 0;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+using Layouts = std::map<std::pair<int64_t, int64_t>, std::vector<Layout>>;
+
+Layouts strided_layouts(const HostTrace& trace) {
+  Layouts layouts;
+  for (const HostOp& op : trace.ops()) {
+    if (op.name != "aten::as_strided" || op.outputs.values_text.empty()) continue;
+    const json inputs = json::parse(op.inputs.values_text, nullptr, /*allow_exceptions=*/false);
+    const json outputs = json::parse(op.outputs.values_text, nullptr, /*allow_exceptions=*/false);
+    if (!inputs.is_array() || inputs.size() < 3 || !outputs.is_array() || outputs.empty() ||
+        !is_tensor_value(outputs[0]))
+      continue;
+    std::optional<std::vector<int64_t>> sizes = int_list(inputs[1]);
+    std::optional<std::vector<int64_t>> strides = int_list(inputs[2]);
+    if (!sizes || !strides || sizes->size() != strides->size()) continue;
+    layouts[{*convert::json_int(outputs[0][0]), *convert::json_int(outputs[0][1])}].push_back(
+        {op.id, std::move(*sizes), std::move(*strides)});
+  }
+  for (auto& [key, list] : layouts) {
+    std::sort(list.begin(), list.end(),
+              [](const Layout& a, const Layout& b) { return a.node < b.node; });
+  }
+  return layouts;
+}
+
 class PlanBuilder {
  public:
   PlanBuilder(const HostTrace& trace, ReplayPlan& plan, Notes& notes)
-      : trace_(trace), plan_(plan), notes_(notes) {}
+      : trace_(trace), plan_(plan), notes_(notes), layouts_(strided_layouts(trace)) {}
 
   Expected<std::vector<Arg>> args(const HostOp& op, const convert::HostIo& io) {
     std::vector<Arg> out;
@@ -293,6 +325,12 @@ class PlanBuilder {
         steps && steps->size() == view.shape.size()) {
       view.strides = std::move(*steps);
       view.recorded_strides = true;
+    } else if (const Layout* made = made_by_as_strided(tensor_id, storage_id, op.id, view.shape)) {
+      view.strides = made->strides;
+      notes_.add(
+          "tensors laid out as the aten::as_strided that made them (the trace records no "
+          "strides)",
+          "", 1);
     } else {
       view.strides.assign(view.shape.size(), 1);
       for (size_t dim = view.shape.size(); dim-- > 1;)
@@ -322,9 +360,23 @@ class PlanBuilder {
     return arg;
   }
 
+  // The latest as_strided before node `node` that made this tensor, with these sizes.
+  const Layout* made_by_as_strided(int64_t tensor_id, int64_t storage_id, uint64_t node,
+                                   const std::vector<int64_t>& shape) const {
+    const auto found = layouts_.find({tensor_id, storage_id});
+    if (found == layouts_.end()) return nullptr;
+    const Layout* best = nullptr;
+    for (const Layout& layout : found->second) {
+      if (layout.node > node) break;
+      if (layout.sizes == shape) best = &layout;
+    }
+    return best;
+  }
+
   const HostTrace& trace_;
   ReplayPlan& plan_;
   Notes& notes_;
+  Layouts layouts_;
   std::map<std::pair<uint64_t, DType>, uint32_t> storage_index_;
 };
 

@@ -17,8 +17,8 @@ The 'ddp' model is the MLP trained by DistributedDataParallel in two processes o
 of 0.5 MB, so several all-reduces per iteration): ddp/rank<r>_et.json.gz and rank<r>_trace.json.gz.
 
 --measure runs a model without any profiler or observer and prints, as JSON, the median and every
-sample of its iteration time in microseconds: the "original" that bench/replay_study.sh compares
-the replay with. Every run uses one intra-op thread (torch.set_num_threads(1)) and seed 0.
+sample of its iteration time in microseconds, wall and process CPU (rank 0's for ddp): the
+"original" that bench/replay_study.sh compares the replay with. Every run uses one intra-op thread (torch.set_num_threads(1)) and seed 0.
 """
 import argparse
 import gzip
@@ -122,14 +122,18 @@ def record(step, et_path, trace_path):
 
 
 def measure(step, iterations):
+    """Wall and process CPU time of each of `iterations` iterations after the warm-up, in us."""
     for _ in range(WARMUP):
         step()
     samples = []
+    cpu = []
     for _ in range(iterations):
         start = time.perf_counter()
+        cpu_start = time.process_time()
         step()
+        cpu.append((time.process_time() - cpu_start) * 1e6)
         samples.append((time.perf_counter() - start) * 1e6)
-    return samples
+    return samples, cpu
 
 
 def ddp_worker(rank, port, out_dir, iterations, results):
@@ -147,9 +151,9 @@ def ddp_worker(rank, port, out_dir, iterations, results):
         record(step, os.path.join(out_dir, f"rank{rank}_et.json.gz"),
                os.path.join(out_dir, f"rank{rank}_trace.json.gz"))
     else:
-        samples = measure(step, iterations)
+        measured = measure(step, iterations)
         if rank == 0:
-            results.put(samples)
+            results.put(measured)
     dist.barrier()
     dist.destroy_process_group()
 
@@ -182,11 +186,12 @@ def main():
     torch.set_num_threads(1)
     if args.measure:
         if args.measure == "ddp":
-            samples = run_ddp(None, args.iterations)
+            samples, cpu = run_ddp(None, args.iterations)
         else:
-            samples = measure(make_step(*build(args.measure)), args.iterations)
+            samples, cpu = measure(make_step(*build(args.measure)), args.iterations)
         print(json.dumps({"model": args.measure, "median_us": statistics.median(samples),
-                          "samples_us": samples, "torch": torch.__version__, "threads": 1}))
+                          "cpu_median_us": statistics.median(cpu), "samples_us": samples,
+                          "cpu_samples_us": cpu, "torch": torch.__version__, "threads": 1}))
         return
     for name in args.models:
         out_dir = os.path.join(args.out, name)
