@@ -9,6 +9,7 @@
 #include "convert/pytorch_converter.h"
 #include "convert/rank_directory.h"
 #include "replay/executor.h"
+#include "replay/op_cost.h"
 #include "replay/recorded_times.h"
 
 namespace orrery::replay {
@@ -56,6 +57,10 @@ Expected<uint64_t> emit_chakra(const convert::HostTrace& host, const ReplayPlan&
   // collective's by the node that describes it. Means, not medians: the sum of the operators'
   // means is the mean time the operators of an iteration took, which the simulator then adds up.
   std::unordered_map<uint64_t, uint64_t> measured;
+  std::unordered_map<uint64_t, OpCost> costs;  // num_ops and tensor_size of the ops that have them
+  for (const ReplayOp& op : plan.ops) {
+    if (const std::optional<OpCost> cost = op_cost(plan, op)) costs[op.node_id] = *cost;
+  }
   for (size_t index = 0; index < plan.ops.size(); ++index) {
     const OpResult& outcome = session.ops[index];
     if (!outcome.replayed || outcome.samples.empty()) continue;
@@ -87,6 +92,14 @@ Expected<uint64_t> emit_chakra(const convert::HostTrace& host, const ReplayPlan&
       }
     } else {
       node.set_duration_micros(found != measured.end() ? found->second : 0);
+      if (const auto cost = costs.find(node.id()); cost != costs.end()) {
+        ChakraProtoMsg::AttributeProto* flops = node.add_attr();
+        flops->set_name("num_ops");
+        flops->set_uint64_val(cost->second.flops);
+        ChakraProtoMsg::AttributeProto* bytes = node.add_attr();
+        bytes->set_name("tensor_size");
+        bytes->set_uint64_val(cost->second.bytes);
+      }
     }
     kept_ids.insert(node.id());
     kept.push_back(std::move(node));

@@ -8,7 +8,8 @@
 // trace converted by orrery convert (host ops, collectives, process groups), restricted to the
 // replayed iteration, with every replayed operator's measured mean as its duration (and each
 // collective's, which the simulator uses in replay-only mode), so that `orrery run` simulates what
-// was measured.
+// was measured; matrix products and convolutions also get num_ops and tensor_size
+// (replay/op_cost.h).
 #pragma once
 
 #include <cstdint>

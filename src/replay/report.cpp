@@ -5,6 +5,7 @@
 
 #include "core/markup.h"
 #include "core/units.h"
+#include "replay/op_cost.h"
 
 namespace orrery::replay {
 
@@ -155,6 +156,10 @@ RankReport make_rank_report(const ReportInputs& inputs) {
     line.reason = outcome.reason;
     if (line.replayed) line.measured_us = spread_of(to_us(outcome.samples));
     if (op.comm) line.comm_bytes = op.comm->spec.bytes;
+    if (const std::optional<OpCost> cost = op_cost(plan, op)) {
+      line.flops = cost->flops;
+      line.bytes = cost->bytes;
+    }
     if (recorded != nullptr) {
       line.recorded_us = recorded->cpu_us[index];
       if (recorded->has_gpu) line.recorded_gpu_us = recorded->gpu_us[index];
@@ -183,6 +188,23 @@ RankReport make_rank_report(const ReportInputs& inputs) {
       if (group.nodes.size() < 5) group.nodes.push_back(op.node_id);
     }
     report.lines.push_back(std::move(line));
+  }
+  {
+    std::map<std::string, Rate> by_name;
+    Rate all;
+    all.name = "all";
+    for (const OpLine& line : report.lines) {
+      if (!line.flops || !line.replayed) continue;
+      for (Rate* rate : {&by_name[line.name], &all}) {
+        ++rate->ops;
+        rate->flops += *line.flops;
+        rate->bytes += line.bytes;
+        rate->us += line.measured_us->median;
+      }
+      by_name[line.name].name = line.name;
+    }
+    for (auto& [name, rate] : by_name) report.rates.push_back(rate);
+    if (all.ops > 0) report.rates.push_back(all);
   }
   report.coverage_by_count =
       report.ops == 0 ? 0 : static_cast<double>(report.replayed) / static_cast<double>(report.ops);
@@ -223,8 +245,21 @@ json rank_json(const RankReport& report) {
     }
     if (line.recorded_gpu_us) entry["recorded_gpu_us"] = *line.recorded_gpu_us;
     if (line.kind == OpKind::kComm) entry["bytes"] = line.comm_bytes;
+    if (line.flops) {
+      entry["flops"] = *line.flops;
+      entry["bytes"] = line.bytes;
+    }
     if (!line.replayed) entry["reason"] = line.reason;
     ops.push_back(std::move(entry));
+  }
+  json rates = json::array();
+  for (const Rate& rate : report.rates) {
+    rates.push_back({{"name", rate.name},
+                     {"ops", rate.ops},
+                     {"flops", rate.flops},
+                     {"bytes", rate.bytes},
+                     {"measured_us", rate.us},
+                     {"gflops", rate.gflops()}});
   }
   return {{"rank", report.rank},
           {"world", report.world},
@@ -258,6 +293,7 @@ json rank_json(const RankReport& report) {
           {"storages", report.storages},
           {"storage_bytes", report.storage_bytes},
           {"skipped", skipped},
+          {"rates", rates},
           {"notes", report.notes},
           {"operators", ops}};
 }
@@ -313,6 +349,19 @@ std::string format_text(const RankReport& report, size_t top) {
   if (report.comms > 0) {
     out += fmt::format("  communication   compute waited {} per iteration (median)\n",
                        us_text(report.comm_wait_us.median));
+  }
+  if (!report.rates.empty()) {
+    const Rate& all = report.rates.back();
+    std::vector<std::string> parts;
+    for (size_t at = 0; at + 1 < report.rates.size(); ++at) {
+      parts.push_back(
+          fmt::format("{} {:.2f}", report.rates[at].name.substr(6), report.rates[at].gflops()));
+    }
+    out += fmt::format(
+        "  achieved        {:.2f} GFLOP/s over {} matrix and convolution ops ({:.3f} "
+        "GFLOP in {}; {})\n",
+        all.gflops(), all.ops, static_cast<double>(all.flops) / 1e9, us_text(all.us),
+        fmt::join(parts, ", "));
   }
   json lines = json::array();
   for (const OpLine& line : report.lines) {

@@ -48,6 +48,18 @@ struct OpLine {
   std::optional<double> recorded_us;      // CPU, inclusive
   std::optional<double> recorded_gpu_us;  // GPU work it launched (GPU traces)
   uint64_t comm_bytes = 0;
+  std::optional<uint64_t> flops;  // matrix products and convolutions (replay/op_cost.h)
+  uint64_t bytes = 0;
+};
+
+// The achieved rate of one kind of operator: FLOPs of its replayed ops over their median times.
+struct Rate {
+  std::string name;
+  uint64_t ops = 0;
+  uint64_t flops = 0;
+  uint64_t bytes = 0;
+  double us = 0;
+  double gflops() const { return us > 0 ? static_cast<double>(flops) / us / 1000.0 : 0; }
 };
 
 struct SkippedGroup {
@@ -88,6 +100,7 @@ struct RankReport {
   uint64_t profile_nodes = 0;
   std::vector<OpLine> lines;  // per plan op
   std::vector<SkippedGroup> skipped;
+  std::vector<Rate> rates;  // per operator name, then "all" last
   std::vector<std::string> notes;
   uint64_t storage_bytes = 0;
   uint64_t storages = 0;

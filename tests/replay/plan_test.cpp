@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "replay/op_cost.h"
 #include "replay/plan.h"
 #include "replay_test_support.h"
 
@@ -254,6 +255,34 @@ TEST(ReplayPlan, malformed_tensor_values_name_the_node) {
                                        "elements of 3 bytes"),
             std::string::npos)
       << odd.error().message();
+}
+
+// FLOPs in closed form from the recorded shapes: the MLP's linear layers (2 x batch x in x out),
+// backward's products, and the CNN's convolutions (2 x output elements x C x kh x kw).
+TEST(ReplayPlan, matrix_and_convolution_flops_from_the_shapes) {
+  const ReplayPlan mlp = plan_of(test::recorded_et("mlp_train"));
+  std::vector<uint64_t> linear;
+  uint64_t mm = 0;
+  for (const ReplayOp& op : mlp.ops) {
+    const std::optional<OpCost> cost = op_cost(mlp, op);
+    if (op.name == "aten::linear") linear.push_back(cost->flops);
+    if (op.name == "aten::mm") mm += cost->flops;
+    if (op.name == "aten::relu") {
+      EXPECT_FALSE(cost);
+    }
+  }
+  EXPECT_EQ(linear, (std::vector<uint64_t>{2ull * 32 * 256 * 512, 2ull * 32 * 512 * 512,
+                                           2ull * 32 * 512 * 10}));
+  // Input gradients of layers 2 and 3, weight gradients of all three.
+  EXPECT_EQ(mm,
+            2ull * 32 * (512 * 512 + 512 * 10) + 2ull * 32 * (256 * 512 + 512 * 512 + 512 * 10));
+  const ReplayPlan cnn = plan_of(test::recorded_et("cnn_infer"));
+  std::vector<uint64_t> conv;
+  for (const ReplayOp& op : cnn.ops) {
+    if (op.name == "aten::conv2d") conv.push_back(op_cost(cnn, op)->flops);
+  }
+  EXPECT_EQ(conv, (std::vector<uint64_t>{2ull * 16 * 32 * 32 * 32 * 3 * 9,
+                                         2ull * 16 * 64 * 16 * 16 * 32 * 9}));
 }
 
 }  // namespace
