@@ -7,8 +7,16 @@
 # orrery run (the simulated iteration against the replayed one); then the two-process DDP replay
 # under mpirun with its all-reduce sizes. The original and the replay of a model run back to back,
 # `rounds` times alternately, and the medians are over every sample.
+# Both run with glibc's malloc fixed to keep large blocks in the heap (MALLOC_MMAP_THRESHOLD_ and
+# MALLOC_TRIM_THRESHOLD_ at 1 GiB): by default glibc maps each large temporary afresh or trims the
+# heap, depending on the history of the process, and the page faults that follow cost the Python
+# process of the CNN's inference 3 to 4 ms per iteration more than the replay (13 against 9.5 ms of
+# CPU; 10.2 against 9.5 with the setting). REPLAY_STUDY_DEFAULT_MALLOC=1 leaves malloc as it is.
 # Usage: bench/replay_study.sh [build-dir] [iterations (10)] [rounds (2)]
 set -euo pipefail
+if [[ -z "${REPLAY_STUDY_DEFAULT_MALLOC:-}" ]]; then
+  export MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824
+fi
 build=${1:-build}
 iterations=${2:-10}
 rounds=${3:-2}
@@ -26,7 +34,8 @@ cat >"$out/sys.json" <<'JSON'
  "all-to-all-implementation": ["ring"], "collective-optimization": "localBWAware",
  "local-mem-bw": 50}
 JSON
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start;" \
+  "malloc ${MALLOC_MMAP_THRESHOLD_:+thresholds fixed at 1 GiB}${MALLOC_MMAP_THRESHOLD_:-as glibc sets it}"
 printf "%-18s %11s %11s %8s | %10s %10s %8s | %7s %7s | %11s %8s\n" model "orig wall" "replay" "diff" \
   "orig CPU" "replay CPU" "diff" "cov #" "cov t" "simulated" "vs rep"
 

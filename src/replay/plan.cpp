@@ -722,6 +722,20 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
         comm.spec = std::move(*spec);
         comm.described_by = describe(ops[described]);
         comm.described_node = ops[described].id;
+        {
+          const HostOp* meta =
+              ops[described].name == "record_param_comms" ? &ops[described] : nullptr;
+          if (meta == nullptr && ops[described].parent) {
+            if (const std::optional<size_t> parent = trace.find(*ops[described].parent);
+                parent && ops[*parent].name == "record_param_comms")
+              meta = &ops[*parent];
+          }
+          if (meta != nullptr) {
+            const std::optional<int64_t> size = trace.attr_int(*meta, "pg_size");
+            if (size && *size > 0 && *size < (1 << 20))
+              comm.group_size = static_cast<uint32_t>(*size);
+          }
+        }
         for (const Arg& arg : replay.inputs) collect_tensor_indices(arg, comm.tensors);
         for (const Arg& arg : replay.outputs) collect_tensor_indices(arg, comm.tensors);
         if (ops[described].id != op.id) {

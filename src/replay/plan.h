@@ -121,6 +121,9 @@ struct CommOp {
   uint64_t row_bytes = 0;
   std::string described_by;  // the node that gave the description ("node 211 'gloo:all_reduce'")
   uint64_t described_node = 0;
+  // The group's size as record_param_comms records it (pg_size), 0 when it does not: says how
+  // many ranks a job had when its process groups list none.
+  uint32_t group_size = 0;
 };
 
 struct ReplayOp {

@@ -176,7 +176,12 @@ bool intersects(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) 
 std::vector<CommSetup> plan_communication(const ReplayPlan& plan, uint32_t rank, uint32_t world,
                                           uint32_t job_ranks, std::vector<std::string>& notes) {
   std::vector<CommSetup> setups(plan.ops.size());
-  const uint32_t job = std::max(world, job_ranks);
+  // The job: the ranks of the trace set, else the largest group size a collective records.
+  uint32_t recorded_size = 0;
+  for (const ReplayOp& op : plan.ops) {
+    if (op.comm) recorded_size = std::max(recorded_size, op.comm->group_size);
+  }
+  const uint32_t job = std::max({world, job_ranks, job_ranks == 0 ? recorded_size : 0u});
   // The trace's process groups; a list naming ranks beyond the job says how large the job was.
   std::optional<workload::CommGroups> groups;
   for (const uint32_t size : {job, 4096u}) {
@@ -275,7 +280,7 @@ std::vector<CommSetup> plan_communication(const ReplayPlan& plan, uint32_t rank,
     setup.group = std::move(ranks);
     setup.request = std::move(request);
   }
-  if (whole_job_used && job_ranks == 0 && plan.process_group_texts.empty()) {
+  if (whole_job_used && job_ranks == 0 && recorded_size == 0) {
     notes.push_back(fmt::format(
         "the trace does not say how many ranks its job had: collectives over the whole job run "
         "over the replay's {} process{}",
