@@ -34,8 +34,10 @@ cat >"$out/sys.json" <<'JSON'
  "all-to-all-implementation": ["ring"], "collective-optimization": "localBWAware",
  "local-mem-bw": 50}
 JSON
+malloc_state="thresholds fixed at 1 GiB"
+[[ -n "${MALLOC_MMAP_THRESHOLD_:-}" ]] || malloc_state="as glibc sets it"
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start;" \
-  "malloc ${MALLOC_MMAP_THRESHOLD_:+thresholds fixed at 1 GiB}${MALLOC_MMAP_THRESHOLD_:-as glibc sets it}"
+  "malloc $malloc_state"
 printf "%-18s %11s %11s %8s | %10s %10s %8s | %7s %7s | %11s %8s\n" model "orig wall" "replay" "diff" \
   "orig CPU" "replay CPU" "diff" "cov #" "cov t" "simulated" "vs rep"
 
