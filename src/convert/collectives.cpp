@@ -12,7 +12,7 @@ namespace orrery::convert {
 namespace {
 
 std::string normalized(std::string_view name) {
-  if (name.substr(0, 5) == "nccl:") name.remove_prefix(5);
+  if (is_backend_comm_op(name)) name.remove_prefix(name.find(':') + 1);
   std::string out;
   out.reserve(name.size());
   for (const char c : name) {
@@ -65,6 +65,13 @@ std::optional<std::string> kernel_arg_string(const KinetoEvent* kernel, std::str
 }
 
 }  // namespace
+
+bool is_backend_comm_op(std::string_view name) {
+  for (const std::string_view prefix : {"nccl:", "gloo:", "mpi:", "ucc:"}) {
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
 
 std::optional<CommName> comm_name(std::string_view name) {
   const std::string key = normalized(name);
@@ -138,7 +145,7 @@ std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op
   // Bytes: the tensors of the nccl op, else record_param_comms' message size, else the kernel's.
   if (op.name != "record_param_comms") {
     spec.bytes = tensor_bytes(op.inputs);
-    if (spec.bytes > 0) spec.size_source = "tensors of the nccl op";
+    if (spec.bytes > 0) spec.size_source = "tensors of the backend op";
   }
   if (spec.bytes == 0 && meta != nullptr) {
     const std::optional<int64_t> elements = trace.attr_int(*meta, "in_msg_nelems");

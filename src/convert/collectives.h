@@ -4,7 +4,9 @@
 //   c10d::allreduce_ (the Python-level call)
 //     record_param_comms (metadata: collective name, message sizes, dtype, process group)
 //       nccl:all_reduce (the launch of the NCCL kernel; its inputs are the tensors sent)
-// describe_communication() reads one `nccl:*` op and its neighbours into a CommSpec: the kind
+// Other backends name their op the same way (gloo:all_reduce under c10d::allreduce_, without
+// record_param_comms in PyTorch 1.13). describe_communication() reads one such op and its
+// neighbours into a CommSpec: the kind
 // (collective, send or receive), the Chakra collective type, the bytes (from the tensors, as
 // num_elem x elem_bytes), the process group and, for point-to-point ops, the peer and tag.
 #pragma once
@@ -22,12 +24,18 @@ namespace orrery::convert {
 
 enum class CommKind : uint8_t { kCollective, kSend, kRecv };
 
+// An op of a c10d backend that runs the communication: "nccl:all_reduce" (ProcessGroupNCCL),
+// "gloo:all_reduce" (ProcessGroupGloo), "mpi:..." and "ucc:..." (ProcessGroupMPI and UCC). Each
+// sits under its c10d call (c10d::allreduce_) and carries the tensors sent.
+bool is_backend_comm_op(std::string_view name);
+
 struct CommName {
   CommKind kind = CommKind::kCollective;
   ChakraProtoMsg::CollectiveCommType type = ChakraProtoMsg::ALL_REDUCE;  // for collectives
 };
 
-// The communication a name stands for: "nccl:all_reduce", "allreduce", "all_to_allv",
+// The communication a name stands for: "nccl:all_reduce", "gloo:broadcast", "allreduce",
+// "all_to_allv",
 // "_allgather_base", "reduce_scatter_tensor", "broadcast", "nccl:send", ... Matching ignores case,
 // '_' and '-'. nullopt for names that move no data by themselves ("wait", "coalesced").
 std::optional<CommName> comm_name(std::string_view name);
@@ -52,8 +60,9 @@ struct CommSpec {
 // else its first text input (1.0.1 to 1.0.3 list it among the inputs). nullopt when neither.
 std::optional<std::string> record_param_comms_name(const HostTrace& trace, const HostOp& op);
 
-// Describes the communication of host op `op_index` (an `nccl:*` op, or record_param_comms when
-// the trace has no nccl op under it). `kernel`, when given, is the op's NCCL kernel: its args
+// Describes the communication of host op `op_index` (a backend op such as `nccl:*` or `gloo:*`, or
+// record_param_comms when the trace has no backend op under it). `kernel`, when given, is the op's
+// NCCL kernel: its args
 // ("Process Group Name", "In msg nelems", "dtype") fill what the host trace leaves out. nullopt
 // when the op's name does not name a communication.
 std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op_index,

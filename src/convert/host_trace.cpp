@@ -4,6 +4,7 @@
 #include <array>
 #include <unordered_map>
 
+#include "convert/collectives.h"
 #include "convert/json_file.h"
 #include "core/json_config.h"
 
@@ -22,27 +23,20 @@ bool is_gpu_category(std::string_view cat) {
   return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
 }
 
-// Attributes the converter reads; the others (op_schema, fw_parent, seq_id, ...) are not kept.
+// Attributes the converter and the replay read; the others (fw_parent, seq_id, ...) are not kept.
+// op_schema is kept apart, interned (HostOp::op_schema).
 bool is_kept_attr(std::string_view name) {
-  static constexpr std::array<std::string_view, 11> kKept = {"rf_id",
-                                                             "tid",
-                                                             "collective_name",
-                                                             "dtype",
-                                                             "in_msg_nelems",
-                                                             "out_msg_nelems",
-                                                             "pg_name",
-                                                             "pg_desc",
-                                                             "pg_size",
-                                                             "global_rank_start",
-                                                             "global_rank_stride"};
+  static constexpr std::array<std::string_view, 14> kKept = {
+      "rf_id",           "tid",     "tensor_range",      "kernel_backend",    "kernel_file",
+      "collective_name", "dtype",   "in_msg_nelems",     "out_msg_nelems",    "pg_name",
+      "pg_desc",         "pg_size", "global_rank_start", "global_rank_stride"};
   return std::find(kKept.begin(), kKept.end(), name) != kKept.end();
 }
 
 // Ops whose arguments the converter reads, so their inputs are parsed.
 bool needs_values(std::string_view name, HostOpKind kind) {
   return kind == HostOpKind::kProcessGroup || kind == HostOpKind::kGpuOp ||
-         name.substr(0, 5) == "nccl:" || name.substr(0, 6) == "c10d::" ||
-         name == "record_param_comms";
+         is_backend_comm_op(name) || name.substr(0, 6) == "c10d::" || name == "record_param_comms";
 }
 
 std::optional<double> as_number(const nlohmann::json& value) {
@@ -183,6 +177,7 @@ class HostReader {
     std::optional<double> dur;
     std::optional<double> ts;
     std::optional<int64_t> stream;
+    std::string op_schema;
     std::vector<std::pair<std::string, nlohmann::json>> attrs;
   };
   // What finish() still has to check, per op: the layout's parent field and the io shapes.
@@ -220,6 +215,15 @@ class HostReader {
     }
     if (!text_first_.back()) *text_ += ',';
     text_first_.back() = false;
+  }
+
+  // The one stored copy of `text` (op names, attribute names and schemas repeat a lot).
+  std::string_view intern(const std::string& text) {
+    const auto found = names_index_.find(text);
+    if (found != names_index_.end()) return found->second;
+    const std::string& stored = trace_.names_.emplace_back(text);
+    names_index_.emplace(stored, stored);
+    return stored;
   }
 
   bool open(bool object);
@@ -344,6 +348,8 @@ bool HostReader::open(bool object) {
         start_text(&io_->shapes_text);
       } else if (key_ == "types") {
         start_text(&io_->types_text);
+      } else if (key_ == "strides") {
+        start_text(&io_->strides_text);
       } else {
         stack_.push_back(Ctx::kSkip);
       }
@@ -408,7 +414,11 @@ bool HostReader::close(bool object) {
       io_ = nullptr;
       return true;
     case Ctx::kAttr:
-      if (is_kept_attr(attr_name_)) node_.attrs.emplace_back(attr_name_, std::move(attr_value_));
+      if (attr_name_ == "op_schema") {
+        if (attr_value_.is_string()) node_.op_schema = attr_value_.get<std::string>();
+      } else if (is_kept_attr(attr_name_)) {
+        node_.attrs.emplace_back(attr_name_, std::move(attr_value_));
+      }
       return true;
     case Ctx::kNode:
       return finish_node();
@@ -466,6 +476,8 @@ bool HostReader::scalar(nlohmann::json value, const std::string& text) {
         node_.ts = as_number(value);
       } else if (key_ == "stream") {
         node_.stream = json_int(value);
+      } else if (key_ == "op_schema") {
+        if (value.is_string()) node_.op_schema = value.get<std::string>();
       } else if (is_kept_attr(key_)) {
         node_.attrs.emplace_back(key_, std::move(value));
       }
@@ -518,35 +530,15 @@ bool HostReader::finish_node() {
   }
   HostOp op;
   op.id = static_cast<uint64_t>(*id);
-  {
-    const std::string& name = node_.name->get_ref<const std::string&>();
-    const auto found = names_index_.find(name);
-    if (found != names_index_.end()) {
-      op.name = found->second;
-    } else {
-      const std::string& stored = trace_.names_.emplace_back(name);
-      names_index_.emplace(stored, stored);
-      op.name = stored;
-    }
-  }
+  op.name = intern(node_.name->get_ref<const std::string&>());
+  if (!node_.op_schema.empty()) op.op_schema = intern(node_.op_schema);
   op.inputs = std::move(node_.inputs);
   op.outputs = std::move(node_.outputs);
   op.exclusive_dur_us = node_.exclusive_dur ? node_.exclusive_dur : node_.dur;
   op.ts_us = node_.ts;
   op.stream = node_.stream;
   op.attrs_begin = static_cast<uint32_t>(trace_.attrs_.size());
-  for (auto& [name, value] : node_.attrs) {
-    const auto found = names_index_.find(name);
-    std::string_view stored_name;
-    if (found != names_index_.end()) {
-      stored_name = found->second;
-    } else {
-      const std::string& stored = trace_.names_.emplace_back(name);
-      names_index_.emplace(stored, stored);
-      stored_name = stored;
-    }
-    trace_.attrs_.push_back({stored_name, std::move(value)});
-  }
+  for (auto& [name, value] : node_.attrs) trace_.attrs_.push_back({intern(name), std::move(value)});
   op.attrs_end = static_cast<uint32_t>(trace_.attrs_.size());
   op.rf_id = trace_.attr_int(op, "rf_id");
   op.tid = trace_.attr_int(op, "tid").value_or(0);

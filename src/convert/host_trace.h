@@ -50,6 +50,7 @@ struct HostIo {
   std::string values_text;
   std::string shapes_text;
   std::string types_text;
+  std::string strides_text;  // schema 1.1.1 and later: each tensor's strides ("" when absent)
   const nlohmann::json* values = nullptr;
   const nlohmann::json* types = nullptr;
 };
@@ -66,7 +67,10 @@ struct HostOp {
   std::string_view name;
   std::optional<uint64_t> parent;  // the call-tree parent (parent / ctrl_deps)
   std::optional<int64_t> rf_id;    // record-function id, what Kineto knows the op by
-  int64_t tid = 0;                 // the observer's thread number (not the OS thread id)
+  // The operator's schema as the observer wrote it ("aten::mm(Tensor self, Tensor mat2) ->
+  // Tensor"); empty for labels (record_function scopes, autograd nodes) and for ops it has none.
+  std::string_view op_schema;
+  int64_t tid = 0;  // the observer's thread number (not the OS thread id)
   HostOpKind kind = HostOpKind::kCpuOp;
   HostIo inputs;
   HostIo outputs;
@@ -98,8 +102,9 @@ class HostTrace {
   std::optional<size_t> find(uint64_t id) const;
 
   // An attribute of a node: a member of the node (flat layout) or the value of the `attrs` entry
-  // with that name (attrs layout). nullptr when absent. Kept: rf_id, tid, and the attributes of
-  // record_param_comms (collective_name, dtype, in/out_msg_nelems, pg_name, pg_size,
+  // with that name (attrs layout). nullptr when absent. Kept: rf_id, tid, tensor_range,
+  // kernel_backend and kernel_file (compiled kernels, schema 1.1.1), and the
+  // attributes of record_param_comms (collective_name, dtype, in/out_msg_nelems, pg_name, pg_size,
   // global_rank_start, global_rank_stride).
   const nlohmann::json* attr(const HostOp& op, std::string_view name) const;
   std::optional<std::string> attr_string(const HostOp& op, std::string_view name) const;
@@ -118,7 +123,7 @@ class HostTrace {
   HostLayout layout_ = HostLayout::kAttrs;
   std::optional<int64_t> pid_;
   nlohmann::json header_ = nlohmann::json::object();
-  std::deque<std::string> names_;      // interned op names: ops_ point into them
+  std::deque<std::string> names_;      // interned op names and schemas: ops_ point into them
   std::deque<nlohmann::json> parsed_;  // parsed inputs of some ops: ops_ point into them
   std::vector<AttrValue> attrs_;
   std::vector<HostOp> ops_;

@@ -84,6 +84,12 @@ class KinetoReader {
                          "profiler)",
                          trace.path_);
     }
+    if (trace.array_form_ && trace.total_events_ == 0) {
+      return Error::make(ErrorKind::kParse,
+                         "{}: a JSON list without trace events (expected a Chrome trace: a list "
+                         "of events {{\"name\", \"ph\", \"ts\", \"dur\", ...}})",
+                         trace.path_);
+    }
     if (trace.distributed_info_.is_object()) {
       const nlohmann::json& info = trace.distributed_info_;
       if (const auto rank = info.find("rank"); rank != info.end()) trace.rank_ = json_int(*rank);
@@ -151,11 +157,12 @@ class KinetoReader {
   bool open(bool object) {
     if (stack_.empty()) {
       if (!object) {
-        error = Error::make(ErrorKind::kParse,
-                            "{}: expected a Kineto trace (an object with 'traceEvents'), found a "
-                            "list",
-                            trace_.path_);
-        return false;
+        // The Chrome trace format's other form: the events as a bare list (what the profiler
+        // exports without Kineto: {"name", "ph", "ts", "dur", "tid", "pid": "CPU functions"}).
+        trace_.array_form_ = true;
+        seen_events_ = true;
+        stack_.push_back(Ctx::kEvents);
+        return true;
       }
       stack_.push_back(Ctx::kRoot);
       return true;
@@ -294,8 +301,12 @@ class KinetoReader {
 
   bool finish_event() {
     const size_t position = trace_.total_events_++;
+    // Without Kineto every complete event is a CPU function, and none has a category.
+    const bool cpu_function = trace_.array_form_ && event_.cat.empty();
     const std::optional<KinetoCategory> category =
-        event_.ph == "X" ? category_of(event_.cat) : std::nullopt;
+        event_.ph != "X" ? std::nullopt
+        : cpu_function   ? std::optional<KinetoCategory>(KinetoCategory::kCpuOp)
+                         : category_of(event_.cat);
     if (!category) {
       ++trace_.ignored_[event_.cat.empty() ? "phase " + event_.ph : event_.cat];
       return true;
@@ -332,7 +343,9 @@ class KinetoReader {
     if (event_.comm_args.is_object()) {
       record.args = &trace_.args_.emplace_back(std::move(event_.comm_args));
     }
-    if (record.is_cpu()) pids_.push_back(record.pid);
+    // Only process ids that are numbers can be compared with the host trace's ("CPU functions"
+    // cannot).
+    if (record.is_cpu() && event_.pid.is_number_integer()) pids_.push_back(record.pid);
     trace_.events_.push_back(record);
     return true;
   }

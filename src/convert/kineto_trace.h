@@ -6,7 +6,10 @@
 //   cuda_runtime, cuda_driver   runtime calls; a launch carries the "correlation" of its GPU work
 //   kernel, gpu_memcpy,         GPU work, on a "stream", with the "correlation" of the runtime call
 //   gpu_memset                  that launched it
-// Every other event (flows, metadata, Python frames, ...) is counted and otherwise ignored. Times
+// Every other event (flows, metadata, Python frames, ...) is counted and otherwise ignored. The
+// Chrome trace format's array form (a bare list of events) is read too: the PyTorch profiler
+// writes it when it runs without Kineto, with complete events that have no category, all CPU
+// functions (pid "CPU functions"), so they are read as cpu_op. Times
 // are kept in integer nanoseconds (Kineto writes microseconds, sometimes with fractions).
 // The file is read with a streaming (SAX) parser straight into these records: a Kineto trace holds
 // hundreds of thousands of events, and a document tree of them would cost ten times the file.
@@ -69,8 +72,11 @@ class KinetoTrace {
   std::optional<int64_t> world_size() const { return world_size_; }
   // distributedInfo.pg_config (a list of {pg_name, ranks, ...}), or nullptr.
   const nlohmann::json* pg_config() const;
-  // Process ids of the CPU events (ascending).
+  // Process ids of the CPU events that are numbers (ascending; empty when none is, as in the
+  // array form's "CPU functions").
   const std::vector<int64_t>& cpu_pids() const { return cpu_pids_; }
+  // The file is the array form of the Chrome trace format (the profiler without Kineto).
+  bool array_form() const { return array_form_; }
   // Events not used, by category or phase ("ac2g", "python_function", "M"), with counts.
   const std::map<std::string, uint64_t>& ignored() const { return ignored_; }
   uint64_t total_events() const { return total_events_; }
@@ -88,10 +94,12 @@ class KinetoTrace {
   std::vector<int64_t> cpu_pids_;
   std::map<std::string, uint64_t> ignored_;
   uint64_t total_events_ = 0;
+  bool array_form_ = false;
 };
 
-// Reads `path` (plain or gzip JSON). Errors: not JSON (with the byte where it stops); a host trace
-// given instead (nodes and schema); no traceEvents list; a used event without a name, ts or dur,
+// Reads `path` (plain or gzip JSON): an object with traceEvents, or a bare list of events. Errors:
+// not JSON (with the byte where it stops); a host trace given instead (nodes and schema); an object
+// without a traceEvents list; a used event without a name, ts or dur,
 // naming its position.
 Expected<KinetoTrace> read_kineto_trace(const std::string& path);
 // As read_kineto_trace, for the text of a file read as `path`.

@@ -128,6 +128,7 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
   if (kineto != nullptr) {
     report.device_path = kineto->path();
     report.kineto_events = kineto->total_events();
+    report.device_array_form = kineto->array_form();
     report.kineto_rank = kineto->rank();
     report.kineto_world_size = kineto->world_size();
     const std::vector<int64_t>& pids = kineto->cpu_pids();
@@ -263,23 +264,25 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
   std::vector<std::optional<CommSpec>> comm_of(ops.size());
   for (const size_t index : chain) {
     const HostOp& op = ops[index];
-    if (op.name.substr(0, 5) == "nccl:") {
+    if (is_backend_comm_op(op.name)) {
       comm_of[index] = describe_communication(host, index, nullptr);
       if (!comm_of[index]) {
-        notes.add("NCCL ops that name no collective, send or receive (kept as host ops only)",
-                  false, describe_op(op));
+        notes.add(
+            "NCCL or Gloo ops that name no collective, send or receive (kept as host ops only)",
+            false, describe_op(op));
       }
       continue;
     }
     if (op.name != "record_param_comms") continue;
-    // A record_param_comms with an nccl:* op under it is described by that op. Without one, it
-    // stands for the communication itself, when its collective name moves data ("wait" does not).
-    bool has_nccl_child = false;
+    // A record_param_comms with a backend op (nccl:*, gloo:*) under it is described by that op.
+    // Without one, it stands for the communication itself, when its collective name moves data
+    // ("wait" does not).
+    bool has_backend_child = false;
     if (const auto found = children.find(op.id); found != children.end()) {
       for (const size_t child : found->second)
-        has_nccl_child = has_nccl_child || ops[child].name.substr(0, 5) == "nccl:";
+        has_backend_child = has_backend_child || is_backend_comm_op(ops[child].name);
     }
-    if (has_nccl_child) continue;
+    if (has_backend_child) continue;
     comm_of[index] = describe_communication(host, index, nullptr);
     if (!comm_of[index]) {
       const std::optional<std::string> what = record_param_comms_name(host, op);
@@ -421,7 +424,8 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
     }
     if (kineto != nullptr) {
       notes.add(
-          "NCCL ops with no kernel in the Kineto trace (the collective comes from the host op)",
+          "communication ops with no kernel in the Kineto trace (the collective comes from the "
+          "host op)",
           false, describe_op(ops[index]));
     }
     DeviceNode node;
@@ -706,8 +710,11 @@ std::string format_report(const ConversionReport& report, const std::string& out
       rank = fmt::format(", rank {}", *report.kineto_rank);
       if (report.kineto_world_size) rank += fmt::format(" of {}", *report.kineto_world_size);
     }
-    out += fmt::format("{}: Kineto trace, {} events{}\n", report.device_path,
-                       format_count(report.kineto_events), rank);
+    out +=
+        fmt::format("{}: {}, {} events{}\n", report.device_path,
+                    report.device_array_form ? "profiler trace (Chrome trace array form, no Kineto)"
+                                             : "Kineto trace",
+                    format_count(report.kineto_events), rank);
   }
   out += fmt::format("wrote {}: {} nodes\n", output_path, format_count(report.output_nodes));
   for (const auto& [type, count] : report.nodes_by_type) {

@@ -67,6 +67,7 @@ struct ConversionReport {
   std::string schema;
   uint64_t host_nodes = 0;
   uint64_t kineto_events = 0;
+  bool device_array_form = false;  // the profiler trace is the Chrome array form (no Kineto)
   std::optional<int64_t> kineto_rank;
   std::optional<int64_t> kineto_world_size;
 

@@ -35,6 +35,10 @@ FileKind sniff_kind(const std::string& head) {
       head.find("\"schemaVersion\"") != std::string::npos) {
     return FileKind::kKineto;
   }
+  // The array form of a Chrome trace (the profiler without Kineto): a list of events.
+  const size_t first = head.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && head[first] == '[' && head.find("\"ph\"") != std::string::npos)
+    return FileKind::kKineto;
   if (head.find("\"nodes\"") != std::string::npos && head.find("\"schema\"") != std::string::npos)
     return FileKind::kHost;
   return FileKind::kOther;

@@ -247,5 +247,56 @@ TEST(RealTraces, resnet_2gpu_collective_sizes_match_record_param_comms) {
   }
 }
 
+// The profiler without Kineto (Debian's torch 1.13 on the CPU) exports the Chrome trace's array
+// form: a bare list of complete events without categories, pid "CPU functions". It is read as the
+// CPU events of a Kineto trace, and links to the execution trace recorded with it.
+TEST(RecordedTraces, profiler_array_form_links_to_its_execution_trace) {
+  const std::string dir = test::pytorch_data("recorded/mlp_train/");
+  Expected<KinetoTrace> profile = read_kineto_trace(dir + "mlp_train_trace.json.gz");
+  ASSERT_TRUE(profile) << profile.error().message();
+  EXPECT_TRUE(profile->array_form());
+  EXPECT_EQ(profile->total_events(), 1272u);
+  EXPECT_EQ(profile->events().size(), 1272u) << "every event is a CPU function";
+  EXPECT_TRUE(profile->cpu_pids().empty()) << "'CPU functions' is no process id";
+  for (const KinetoEvent& event : profile->events())
+    ASSERT_EQ(event.category, KinetoCategory::kCpuOp) << event.name;
+  const Converted result =
+      convert_and_check(dir + "mlp_train_et.json.gz", dir + "mlp_train_trace.json.gz");
+  const ConversionReport& report = result.conversion.report;
+  EXPECT_TRUE(report.device_array_form);
+  EXPECT_EQ(report.host_ops_linkable, 212u);
+  EXPECT_EQ(report.host_ops_linked, 212u);
+}
+
+TEST(RecordedTraces, a_list_without_events_is_not_a_profiler_trace) {
+  for (const char* text : {"[]", "[1, 2, 3]"}) {
+    Expected<KinetoTrace> profile = parse_kineto_text("p.json", text);
+    ASSERT_FALSE(profile) << text;
+    EXPECT_NE(profile.error().message().find("p.json: a JSON list without trace events"),
+              std::string::npos)
+        << profile.error().message();
+  }
+}
+
+// DistributedDataParallel over Gloo (PyTorch 1.13) records c10d::allreduce_ with a gloo:all_reduce
+// under it (or, for asynchronous work, elsewhere) and no record_param_comms: each gloo op is one
+// all-reduce of its bucket, 267,786 and 131,584 floats (the MLP's 399,370 parameters).
+TEST(RecordedTraces, ddp_gloo_all_reduces_become_collectives) {
+  for (const char* rank : {"0", "1"}) {
+    const std::string dir = test::pytorch_data("recorded/ddp/");
+    const Converted result = convert_and_check(dir + "rank" + rank + "_et.json.gz",
+                                               dir + "rank" + rank + "_trace.json.gz");
+    const ConversionReport& report = result.conversion.report;
+    ASSERT_EQ(report.comms.size(), 2u) << "rank " << rank;
+    EXPECT_EQ(report.comms[0].comm_type, ChakraProtoMsg::ALL_REDUCE);
+    EXPECT_EQ(report.comms[1].comm_type, ChakraProtoMsg::ALL_REDUCE);
+    EXPECT_EQ(report.comms[0].bytes, 267'786u * 4);
+    EXPECT_EQ(report.comms[1].bytes, 131'584u * 4);
+    EXPECT_EQ(report.comms[0].bytes + report.comms[1].bytes, 399'370u * 4);
+    EXPECT_EQ(report.comms[0].pg_name, "") << "1.0.1 names no process group: the whole job";
+    EXPECT_EQ(test::count_types(result.conversion).at("COMM_COLL_NODE"), 2u);
+  }
+}
+
 }  // namespace
 }  // namespace orrery::convert

@@ -215,5 +215,28 @@ TEST(ConvertCli, dlrm_ranks_convert_and_run_to_completion) {
   EXPECT_NE(run.out.find("8 collectives"), std::string::npos) << run.out;
 }
 
+// The two defects found while recording the replay's traces (Debian's torch 1.13 on the CPU): the
+// profiler's Chrome trace in its array form is a device trace like Kineto's, and DDP's Gloo
+// all-reduces become collectives, in a directory of ranks as well.
+TEST(ConvertCli, profiler_array_form_and_gloo_all_reduces_convert) {
+  TempDir dir;
+  const std::string ddp = pytorch("recorded/ddp/");
+  const CommandResult one = run_orrery({"convert", "--host", ddp + "rank0_et.json.gz", "--device",
+                                        ddp + "rank0_trace.json.gz", "-o", dir.file("r0.et")});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("profiler trace (Chrome trace array form, no Kineto), 1,614 events"),
+            std::string::npos)
+      << one.out;
+  EXPECT_NE(one.out.find("ALL_REDUCE        2 x, 1.52 MiB (1,597,480 B)"), std::string::npos)
+      << one.out;
+  EXPECT_NE(one.out.find("COMM_COLL_NODE      2"), std::string::npos) << one.out;
+  const CommandResult set = run_orrery({"convert", "--dir", ddp, "-o", dir.file("out/ddp")});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(set.out.find("2 ranks: 2 with a Kineto trace"), std::string::npos) << set.out;
+  EXPECT_NE(set.out.find("ALL_REDUCE        4 x"), std::string::npos) << set.out;
+  EXPECT_EQ(set.out.find("warning"), std::string::npos) << "the ranks agree: " << set.out;
+  EXPECT_EQ(run_orrery({"trace", "validate", "--strict", dir.file("out/ddp")}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace orrery

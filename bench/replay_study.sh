@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# orrery replay against PyTorch itself, on this machine: for each recorded model (MLP, CNN,
+# transformer block; training and inference) the original iteration, run by Debian's torch 1.13
+# without any profiler (tests/replay/record_models.py --measure), against the replayed iteration
+# (orrery replay, 5 warm-up and N measured iterations), both on one intra-op thread, medians of N
+# (wall and process CPU time, user + system); operator coverage; then --emit-chakra and
+# orrery run (the simulated iteration against the replayed one); then the two-process DDP replay
+# under mpirun with its all-reduce sizes. The original and the replay of a model run back to back,
+# `rounds` times alternately, and the medians are over every sample.
+# Both run with glibc's malloc fixed to keep large blocks in the heap (MALLOC_MMAP_THRESHOLD_ and
+# MALLOC_TRIM_THRESHOLD_ at 1 GiB): by default glibc maps each large temporary afresh or trims the
+# heap, depending on the history of the process, and the page faults that follow cost the Python
+# process of the CNN's inference 3 to 4 ms per iteration more than the replay (13 against 9.5 ms of
+# CPU; 10.2 against 9.5 with the setting). REPLAY_STUDY_DEFAULT_MALLOC=1 leaves malloc as it is.
+# Usage: bench/replay_study.sh [build-dir] [iterations (10)] [rounds (2)]
+set -euo pipefail
+if [[ -z "${REPLAY_STUDY_DEFAULT_MALLOC:-}" ]]; then
+  export MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824
+fi
+build=${1:-build}
+iterations=${2:-10}
+rounds=${3:-2}
+orrery="$build/orrery"
+python=/usr/bin/python3
+recorded=tests/data/pytorch/recorded
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+printf 'topology: [ Ring ]\nnpus_count: [ 2 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n' \
+  >"$out/net.yml"
+cat >"$out/sys.json" <<'JSON'
+{"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+ "preferred-dataset-splits": 4, "all-reduce-implementation": ["ring"],
+ "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+ "all-to-all-implementation": ["ring"], "collective-optimization": "localBWAware",
+ "local-mem-bw": 50}
+JSON
+malloc_state="thresholds fixed at 1 GiB"
+[[ -n "${MALLOC_MMAP_THRESHOLD_:-}" ]] || malloc_state="as glibc sets it"
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start;" \
+  "malloc $malloc_state"
+printf "%-18s %11s %11s %8s | %10s %10s %8s | %7s %7s | %11s %8s\n" model "orig wall" "replay" "diff" \
+  "orig CPU" "replay CPU" "diff" "cov #" "cov t" "simulated" "vs rep"
+
+for model in mlp_train mlp_infer cnn_train cnn_infer transformer_train transformer_infer; do
+  : >"$out/orig.samples"
+  : >"$out/replay.samples"
+  for round in $(seq "$rounds"); do
+    "$python" tests/replay/record_models.py --measure "$model" --iterations "$iterations" \
+      >"$out/orig.$round.json"
+    "$orrery" replay "$recorded/$model/${model}_et.json.gz" \
+      --profile "$recorded/$model/${model}_trace.json.gz" --threads 1 --warmup 5 \
+      --iterations "$iterations" --emit-chakra "$out/$model" --json >"$out/replay.$round.json"
+  done
+  "$orrery" run -q -w "$out/$model" -s "$out/sys.json" -n "$out/net.yml" --uniform \
+    --output "$out/$model.run.json" >/dev/null
+  "$python" - "$out" "$model" "$rounds" <<'PY'
+import json, statistics, sys
+out, model, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+orig_wall, orig_cpu, rep_wall, rep_cpu = [], [], [], []
+for r in range(1, rounds + 1):
+    o = json.load(open(f"{out}/orig.{r}.json"))
+    orig_wall += o["samples_us"]; orig_cpu += o["cpu_samples_us"]
+    p = json.load(open(f"{out}/replay.{r}.json"))
+    rep_wall.append(p["iteration_wall_us"]["median"]); rep_cpu.append(p["iteration_cpu_us"]["median"])
+# The replay JSON holds medians per run; every run has the same number of iterations, so the
+# median of run medians stands for the median of samples.
+ow, oc = statistics.median(orig_wall), statistics.median(orig_cpu)
+rw, rc = statistics.median(rep_wall), statistics.median(rep_cpu)
+sim = json.load(open(f"{out}/{model}.run.json"))["summary"]["simulated_ns"] / 1000.0
+last = json.load(open(f"{out}/replay.{rounds}.json"))
+cov_t = last["coverage_by_time"]
+print(f"{model:<18} {ow/1000:9.2f}ms {rw/1000:9.2f}ms {100*(rw/ow-1):+7.1f}% | "
+      f"{oc/1000:8.2f}ms {rc/1000:8.2f}ms {100*(rc/oc-1):+7.1f}% | "
+      f"{100*last['coverage_by_count']:6.1f}% {100*cov_t if cov_t is not None else float('nan'):6.1f}% | "
+      f"{sim/1000:9.2f}ms {100*(sim/last['iteration_us']-1):+7.1f}%")
+PY
+done
+
+echo
+echo "DDP over two processes (mpirun -np 2; the original over Gloo, the replay over Open MPI)"
+"$python" tests/replay/record_models.py --measure ddp --iterations "$iterations" >"$out/ddp.orig.json"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$orrery" replay --dir "$recorded/ddp" \
+  --threads 1 --warmup 5 --iterations "$iterations" --emit-chakra "$out/ddp" --json \
+  >"$out/ddp.json"
+"$python" - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+o = json.load(open(f"{out}/ddp.orig.json"))
+job = json.load(open(f"{out}/ddp.json"))
+print(f"  original rank 0  {o['median_us']/1000:9.2f} ms wall, {o['cpu_median_us']/1000:9.2f} ms CPU")
+for rank in job["ranks"]:
+    comms = [op for op in rank["operators"] if op["kind"] == "communication"]
+    sizes = ", ".join(f"{op['bytes']:,} B in {op['measured_us']/1000:.2f} ms" for op in comms)
+    print(f"  replay rank {rank['rank']}    {rank['iteration_wall_us']['median']/1000:9.2f} ms wall, "
+          f"{rank['iteration_cpu_us']['median']/1000:9.2f} ms CPU; coverage "
+          f"{100*rank['coverage_by_count']:.1f}% by count; all-reduces: {sizes}; compute waited "
+          f"{rank['comm_wait_us']['median']/1000:.2f} ms")
+PY
+"$orrery" run -q -w "$out/ddp" -s "$out/sys.json" -n "$out/net.yml" --output "$out/ddp.run.json" \
+  >/dev/null
+"$python" - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+sim = json.load(open(f"{out}/ddp.run.json"))["summary"]["simulated_ns"] / 1e6
+rep = json.load(open(f"{out}/ddp.json"))["iteration_us"] / 1000
+print(f"  simulated (analytical ring, 50 GB/s) {sim:.2f} ms against the replayed {rep:.2f} ms "
+      f"({100*(sim/rep-1):+.1f}%)")
+PY
+echo "machine: load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"

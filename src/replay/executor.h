@@ -1,0 +1,71 @@
+// replay/executor.h: the operators of a replay plan, built and run by libtorch.
+//
+// Executor::create() materialises a ReplayPlan on the replay's device (the CPU: this libtorch has
+// no CUDA), then builds every compute operator:
+//   - the operator is found by its recorded schema: the name and overload are looked up in the
+//     c10 dispatcher (c10::Dispatcher::findSchema), else among the TorchScript (JIT) operators of
+//     that name whose schema matches; there is no table of operators in orrery;
+//   - its arguments are the recorded values converted to the registered schema's types: tensors
+//     are views of one buffer per storage (replay/plan.h), integer and float scalars, lists,
+//     optional values, devices (every recorded device, cuda:N included, becomes the replay's
+//     device), ScalarType/Layout/MemoryFormat codes; arguments the trace leaves out take their
+//     schema defaults; `pin_memory=True` becomes False (pinned memory needs CUDA);
+//   - storages are filled once, from a seeded generator: floating-point values uniform in [-1, 1);
+//     integer tensors within their recorded range (tensor_range), else within the size of the
+//     dimension they index (an argument named indices, index or target of an operator with a
+//     weight or self tensor), embedding offsets evenly spaced over their indices, other integers
+//     zero; bool tensors random.
+// An operator that cannot be built (unknown to this libtorch, an argument it cannot make: a
+// ProcessGroup, a Dimname) keeps the reason; run() of an operator that throws returns the error's
+// first line. Nothing here includes libtorch in its header: torch_executor.cpp is the one file
+// that does. One executor per process; not thread-safe (the session calls it from one thread).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "replay/plan.h"
+
+namespace orrery::replay {
+
+struct ExecutorOptions {
+  uint64_t seed = 0;
+  int threads = 0;  // intra-op threads; 0 keeps libtorch's default
+};
+
+class Executor {
+ public:
+  // Builds every compute op of `plan` (which must outlive the executor). Errors only for what
+  // stops the whole replay (a storage that cannot be allocated); ops that cannot be built are
+  // reported by build_failure().
+  static Expected<std::unique_ptr<Executor>> create(const ReplayPlan& plan,
+                                                    const ExecutorOptions& options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Why op `index` of the plan could not be built; nullopt when it was (or is not a compute op).
+  const std::optional<std::string>& build_failure(size_t index) const;
+  // Runs compute op `index` once; returns its wall time in nanoseconds, or the error's first line.
+  Expected<int64_t> run(size_t index);
+
+  // The values of plan tensor `index` as the replay holds them, as doubles (tests, debugging).
+  std::vector<double> values(uint32_t index);
+  int threads() const;
+  static std::string library_version();
+  // What the build changed, counted ("devices mapped to cpu", "pin_memory=True made False", ...).
+  const std::map<std::string, uint64_t>& adjustments() const;
+  uint64_t allocated_bytes() const;
+
+ private:
+  struct Impl;
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orrery::replay

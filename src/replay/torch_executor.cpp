@@ -1,0 +1,566 @@
+// The one file of orrery that includes libtorch (its headers take seconds to compile; see
+// CMakeLists.txt). Everything about ATen, the dispatcher and IValues stays in here.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/jit/frontend/function_schema_parser.h>
+#include <torch/csrc/jit/runtime/operator.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <tuple>
+
+#include "replay/executor.h"
+
+namespace orrery::replay {
+
+namespace {
+
+at::ScalarType scalar_type(DType type) {
+  switch (type) {
+    case DType::kFloat:
+      return at::kFloat;
+    case DType::kDouble:
+      return at::kDouble;
+    case DType::kHalf:
+      return at::kHalf;
+    case DType::kBFloat16:
+      return at::kBFloat16;
+    case DType::kComplexFloat:
+      return at::kComplexFloat;
+    case DType::kComplexDouble:
+      return at::kComplexDouble;
+    case DType::kInt8:
+      return at::kChar;
+    case DType::kUInt8:
+      return at::kByte;
+    case DType::kInt16:
+      return at::kShort;
+    case DType::kInt32:
+      return at::kInt;
+    case DType::kInt64:
+      return at::kLong;
+    case DType::kBool:
+      return at::kBool;
+  }
+  return at::kFloat;
+}
+
+// The first line of a libtorch error, without its C++ backtrace.
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  // libtorch's "Could not run 'x' with arguments from the 'CPU' backend. This could be because..."
+  if (const size_t sentence = line.find(". ", 40); sentence != std::string::npos)
+    line = line.substr(0, sentence);
+  if (line.size() > 240) line = line.substr(0, 237) + "...";
+  return line;
+}
+
+// What the executor needs to know about one integer storage: the bound of the values it may
+// hold (an index into a dimension of that size), or that it holds embedding offsets.
+struct IntegerUse {
+  std::optional<int64_t> bound;
+  bool offsets = false;
+  int64_t offsets_over = 0;  // the number of indices the offsets split
+  bool include_last = false;
+};
+
+// One operator, ready to run: the call and the arguments it is given every time.
+// Where a value of the replay comes from or goes to: argument or output `position` of an op, or
+// item `item` of the list there.
+struct Place {
+  size_t position = 0;
+  int64_t item = -1;  // -1: the value itself
+  size_t slot = 0;    // in Executor::Impl::slots
+};
+
+struct PreparedOp {
+  std::function<void(torch::jit::Stack&)> call;
+  std::vector<c10::IValue> args;
+  // Inputs that an earlier op produced (the same tensor id and storage): given that op's output
+  // when it ran, so views keep their strides and layouts (schema 1.0.1 records no strides).
+  std::vector<Place> inputs_from;
+  std::vector<Place> outputs_to;  // outputs a later op reads
+  std::vector<size_t> releases;   // slots whose last reader this op is
+};
+
+class ArgError {
+ public:
+  explicit ArgError(std::string message) : message_(std::move(message)) {}
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string message_;
+};
+
+}  // namespace
+
+struct Executor::Impl {
+  const ReplayPlan* plan = nullptr;
+  ExecutorOptions options;
+  std::vector<at::Tensor> storages;  // one byte buffer per plan storage
+  std::vector<at::Tensor> views;     // one per plan tensor (undefined until used)
+  std::vector<std::optional<PreparedOp>> prepared;
+  std::vector<std::optional<std::string>> failures;
+  std::map<std::string, uint64_t> adjustments;
+  std::vector<IntegerUse> integer_uses;  // per storage
+  std::vector<c10::IValue> slots;        // outputs kept for later readers, this iteration
+  uint64_t allocated = 0;
+  const std::optional<std::string> none;
+
+  at::Tensor view(uint32_t index) {
+    at::Tensor& slot = views[index];
+    if (!slot.defined()) {
+      const TensorView& view = plan->tensors[index];
+      slot = at::empty({0}, at::TensorOptions().dtype(scalar_type(view.dtype)));
+      slot.set_(storages[view.storage].storage(), view.offset, view.shape, view.strides);
+    }
+    return slot;
+  }
+
+  c10::IValue device_value(const Arg& arg) {
+    if (arg.text != "cpu") ++adjustments[fmt::format("device arguments {} made cpu", arg.text)];
+    return c10::IValue(c10::Device(c10::kCPU));
+  }
+
+  // Converts a recorded argument to the schema's type.
+  c10::IValue convert(const Arg& arg, const c10::TypePtr& type, const c10::Argument& def) {
+    using c10::TypeKind;
+    const TypeKind kind = type->kind();
+    if (kind == TypeKind::OptionalType) {
+      if (arg.kind == Arg::Kind::kNone || arg.kind == Arg::Kind::kUndefinedTensor)
+        return c10::IValue();
+      return convert(arg, type->castRaw<c10::OptionalType>()->getElementType(), def);
+    }
+    if (arg.kind == Arg::Kind::kNone && kind != TypeKind::TensorType) {
+      if (def.default_value()) return *def.default_value();
+      return c10::IValue();
+    }
+    switch (kind) {
+      case TypeKind::TensorType:
+        if (arg.kind == Arg::Kind::kTensor) return c10::IValue(view(arg.tensor));
+        if (arg.kind == Arg::Kind::kUndefinedTensor || arg.kind == Arg::Kind::kNone)
+          return c10::IValue(at::Tensor());
+        break;
+      case TypeKind::ListType: {
+        const c10::TypePtr element = type->castRaw<c10::ListType>()->getElementType();
+        c10::impl::GenericList list(element);
+        if (arg.kind == Arg::Kind::kList) {
+          for (const Arg& item : arg.items) list.push_back(convert(item, element, def));
+        } else if (arg.kind == Arg::Kind::kInt || arg.kind == Arg::Kind::kBool ||
+                   arg.kind == Arg::Kind::kDouble) {
+          // int[2] stride=1: a list of N the same, recorded as one value.
+          const size_t count = def.N() ? static_cast<size_t>(*def.N()) : 1;
+          for (size_t at = 0; at < count; ++at) list.push_back(convert(arg, element, def));
+        } else {
+          break;
+        }
+        return c10::IValue(std::move(list));
+      }
+      case TypeKind::IntType:
+      case TypeKind::SymIntType:
+      case TypeKind::ScalarTypeType:
+      case TypeKind::LayoutType:
+      case TypeKind::MemoryFormatType:
+        if (arg.kind == Arg::Kind::kInt) return c10::IValue(arg.int_value);
+        if (arg.kind == Arg::Kind::kBool) return c10::IValue(static_cast<int64_t>(arg.bool_value));
+        break;
+      case TypeKind::FloatType:
+      case TypeKind::SymFloatType:
+        if (arg.kind == Arg::Kind::kDouble) return c10::IValue(arg.double_value);
+        if (arg.kind == Arg::Kind::kInt) return c10::IValue(static_cast<double>(arg.int_value));
+        break;
+      case TypeKind::BoolType:
+        if (arg.kind == Arg::Kind::kBool) {
+          if (def.name() == "pin_memory" && arg.bool_value) {
+            ++adjustments["pin_memory=True made False (pinned memory needs CUDA)"];
+            return c10::IValue(false);
+          }
+          return c10::IValue(arg.bool_value);
+        }
+        if (arg.kind == Arg::Kind::kInt) return c10::IValue(arg.int_value != 0);
+        break;
+      case TypeKind::NumberType:
+        if (arg.kind == Arg::Kind::kInt) return c10::IValue(arg.int_value);
+        if (arg.kind == Arg::Kind::kDouble) return c10::IValue(arg.double_value);
+        if (arg.kind == Arg::Kind::kBool) return c10::IValue(arg.bool_value);
+        break;
+      case TypeKind::StringType:
+        if (arg.kind == Arg::Kind::kString) return c10::IValue(arg.text);
+        break;
+      case TypeKind::DeviceObjType:
+        if (arg.kind == Arg::Kind::kDevice || arg.kind == Arg::Kind::kString)
+          return device_value(arg);
+        break;
+      case TypeKind::GeneratorType:
+        return c10::IValue();
+      case TypeKind::StreamObjType:
+        ++adjustments["streams made the CPU's default stream"];
+        return c10::IValue(c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU)));
+      case TypeKind::AnyType:
+        if (arg.kind == Arg::Kind::kTensor) return c10::IValue(view(arg.tensor));
+        if (arg.kind == Arg::Kind::kInt) return c10::IValue(arg.int_value);
+        if (arg.kind == Arg::Kind::kDouble) return c10::IValue(arg.double_value);
+        if (arg.kind == Arg::Kind::kBool) return c10::IValue(arg.bool_value);
+        if (arg.kind == Arg::Kind::kString) return c10::IValue(arg.text);
+        break;
+      default:
+        throw ArgError(fmt::format("argument '{}' is a {}, which the trace cannot give", def.name(),
+                                   type->str()));
+    }
+    throw ArgError(fmt::format("argument '{}' ({}) was recorded as {} '{}'", def.name(),
+                               type->str(), arg.type.empty() ? "a value" : arg.type,
+                               arg.text.empty() ? std::string() : arg.text.substr(0, 40)));
+  }
+
+  // Finds the operator of a schema: the dispatcher first, then the JIT operators.
+  std::optional<std::pair<c10::FunctionSchema, std::function<void(torch::jit::Stack&)>>> find(
+      const c10::FunctionSchema& recorded) {
+    const c10::optional<c10::OperatorHandle> handle =
+        c10::Dispatcher::singleton().findSchema({recorded.name(), recorded.overload_name()});
+    if (handle) {
+      const c10::OperatorHandle op = *handle;
+      return std::make_pair(op.schema(),
+                            std::function<void(torch::jit::Stack&)>(
+                                [op](torch::jit::Stack& stack) { op.callBoxed(&stack); }));
+    }
+    const c10::Symbol symbol = c10::Symbol::fromQualString(recorded.name());
+    for (const std::shared_ptr<torch::jit::Operator>& op : torch::jit::getAllOperatorsFor(symbol)) {
+      if (op->schema().overload_name() != recorded.overload_name()) continue;
+      torch::jit::Operation operation = op->getOperation();
+      return std::make_pair(
+          op->schema(), std::function<void(torch::jit::Stack&)>(
+                            [operation](torch::jit::Stack& stack) mutable { operation(stack); }));
+    }
+    return std::nullopt;
+  }
+
+  // Builds op `index`; returns the reason when it cannot be built.
+  std::optional<std::string> build(size_t index) {
+    const ReplayOp& op = plan->ops[index];
+    c10::FunctionSchema recorded("", "", {}, {});
+    try {
+      recorded = torch::jit::parseSchema(op.schema);
+    } catch (const std::exception& failure) {
+      return fmt::format("the recorded schema does not parse ({})", first_line(failure.what()));
+    }
+    auto found = find(recorded);
+    if (!found) {
+      return fmt::format("no operator {}{}{} in libtorch {}", recorded.name(),
+                         recorded.overload_name().empty() ? "" : ".", recorded.overload_name(),
+                         TORCH_VERSION);
+    }
+    const c10::FunctionSchema& schema = found->first;
+    const std::vector<c10::Argument>& params = schema.arguments();
+    if (op.inputs.size() > params.size() && !schema.is_vararg()) {
+      return fmt::format("the trace records {} arguments, the schema of libtorch {} has {}",
+                         op.inputs.size(), TORCH_VERSION, params.size());
+    }
+    PreparedOp ready;
+    ready.call = std::move(found->second);
+    try {
+      for (size_t at = 0; at < params.size(); ++at) {
+        const c10::Argument& param = params[at];
+        if (at < op.inputs.size()) {
+          ready.args.push_back(convert(op.inputs[at], param.type(), param));
+        } else if (param.default_value()) {
+          ready.args.push_back(*param.default_value());
+        } else {
+          return fmt::format("argument '{}' is not in the trace and has no default", param.name());
+        }
+      }
+    } catch (const ArgError& failure) {
+      return failure.message();
+    } catch (const std::exception& failure) {
+      return fmt::format("its arguments cannot be made: {}", first_line(failure.what()));
+    }
+    note_integer_uses(op, params);
+    prepared[index] = std::move(ready);
+    return std::nullopt;
+  }
+
+  // The bound of the values an integer argument indexes with, from the names of the schema:
+  // indices/index/target of an op with a weight or self tensor; offsets of an embedding bag.
+  void note_integer_uses(const ReplayOp& op, const std::vector<c10::Argument>& params) {
+    const auto input_named = [&](std::string_view name) -> const Arg* {
+      for (size_t at = 0; at < params.size() && at < op.inputs.size(); ++at) {
+        if (params[at].name() == name) return &op.inputs[at];
+      }
+      return nullptr;
+    };
+    const Arg* table = input_named("weight");
+    if (table == nullptr || table->kind != Arg::Kind::kTensor) table = input_named("self");
+    if (table != nullptr && table->kind != Arg::Kind::kTensor) table = nullptr;
+    std::optional<int64_t> dim;
+    if (const Arg* given = input_named("dim"); given != nullptr && given->kind == Arg::Kind::kInt)
+      dim = given->int_value;
+    const auto bound_of = [&](std::string_view name,
+                              size_t list_position) -> std::optional<int64_t> {
+      if (table == nullptr) return std::nullopt;
+      const std::vector<int64_t>& shape = plan->tensors[table->tensor].shape;
+      if (shape.empty()) return std::nullopt;
+      int64_t axis = 0;
+      if (name == "target") {
+        axis = shape.size() >= 2 ? 1 : 0;
+      } else if (dim) {
+        axis = *dim < 0 ? *dim + static_cast<int64_t>(shape.size()) : *dim;
+      } else {
+        axis = static_cast<int64_t>(list_position);
+      }
+      if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) return std::nullopt;
+      return shape[static_cast<size_t>(axis)];
+    };
+    const auto bound_storage = [&](const Arg& arg, std::optional<int64_t> bound) {
+      if (arg.kind != Arg::Kind::kTensor || !bound) return;
+      const TensorView& view = plan->tensors[arg.tensor];
+      if (!is_integral(view.dtype)) return;
+      IntegerUse& use = integer_uses[view.storage];
+      use.bound = use.bound ? std::min(*use.bound, *bound) : *bound;
+    };
+    for (const char* name : {"indices", "index", "target"}) {
+      const Arg* arg = input_named(name);
+      if (arg == nullptr) continue;
+      if (arg->kind == Arg::Kind::kList) {
+        for (size_t at = 0; at < arg->items.size(); ++at)
+          bound_storage(arg->items[at], bound_of(name, at));
+      } else {
+        bound_storage(*arg, bound_of(name, 0));
+      }
+    }
+    const Arg* offsets = input_named("offsets");
+    const Arg* indices = input_named("indices");
+    if (offsets != nullptr && offsets->kind == Arg::Kind::kTensor && indices != nullptr &&
+        indices->kind == Arg::Kind::kTensor && is_integral(plan->tensors[offsets->tensor].dtype)) {
+      IntegerUse& use = integer_uses[plan->tensors[offsets->tensor].storage];
+      use.offsets = true;
+      use.offsets_over = plan->tensors[indices->tensor].numel();
+      const Arg* last = input_named("include_last_offset");
+      use.include_last = last != nullptr && last->kind == Arg::Kind::kBool && last->bool_value;
+    }
+  }
+
+  // Links every input of a built op to the latest earlier built op that output the same tensor
+  // (tensor id and storage), in plan order.
+  void link_outputs() {
+    struct Producer {
+      size_t op;
+      size_t position;
+      int64_t item;
+    };
+    std::map<std::pair<uint64_t, uint32_t>, Producer> latest;
+    std::map<std::tuple<size_t, size_t, int64_t>, size_t> slot_of;
+    std::vector<size_t> last_reader;
+    const auto key_of = [this](const Arg& arg) {
+      const TensorView& view = plan->tensors[arg.tensor];
+      return std::make_pair(view.tensor_id, view.storage);
+    };
+    for (size_t index = 0; index < plan->ops.size(); ++index) {
+      const ReplayOp& op = plan->ops[index];
+      if (!prepared[index]) {
+        // A producer that does not run: its readers fall back to the storage views.
+        for (const Arg& arg : op.outputs) {
+          if (arg.kind == Arg::Kind::kTensor) latest.erase(key_of(arg));
+          for (const Arg& item : arg.items)
+            if (item.kind == Arg::Kind::kTensor) latest.erase(key_of(item));
+        }
+        continue;
+      }
+      PreparedOp& ready = *prepared[index];
+      const auto read = [&](const Arg& arg, size_t position, int64_t item) {
+        if (arg.kind != Arg::Kind::kTensor) return;
+        const auto found = latest.find(key_of(arg));
+        if (found == latest.end()) return;
+        const Producer& from = found->second;
+        const auto key = std::make_tuple(from.op, from.position, from.item);
+        auto slot = slot_of.find(key);
+        if (slot == slot_of.end()) {
+          slot = slot_of.emplace(key, last_reader.size()).first;
+          last_reader.push_back(index);
+          prepared[from.op]->outputs_to.push_back({from.position, from.item, slot->second});
+        }
+        last_reader[slot->second] = index;
+        ready.inputs_from.push_back({position, item, slot->second});
+      };
+      for (size_t position = 0; position < op.inputs.size() && position < ready.args.size();
+           ++position) {
+        const Arg& arg = op.inputs[position];
+        read(arg, position, -1);
+        if (arg.kind == Arg::Kind::kList && ready.args[position].isList()) {
+          for (size_t item = 0; item < arg.items.size(); ++item)
+            read(arg.items[item], position, static_cast<int64_t>(item));
+        }
+      }
+      for (size_t position = 0; position < op.outputs.size(); ++position) {
+        const Arg& arg = op.outputs[position];
+        if (arg.kind == Arg::Kind::kTensor) latest[key_of(arg)] = {index, position, -1};
+        for (size_t item = 0; item < arg.items.size(); ++item) {
+          if (arg.items[item].kind == Arg::Kind::kTensor)
+            latest[key_of(arg.items[item])] = {index, position, static_cast<int64_t>(item)};
+        }
+      }
+    }
+    slots.assign(last_reader.size(), c10::IValue());
+    for (size_t slot = 0; slot < last_reader.size(); ++slot)
+      prepared[last_reader[slot]]->releases.push_back(slot);
+  }
+
+  void fill(at::Generator& generator) {
+    for (size_t index = 0; index < storages.size(); ++index) {
+      const Storage& storage = plan->storages[index];
+      const at::ScalarType type = scalar_type(storage.dtype);
+      const int64_t count = static_cast<int64_t>(storage.bytes / dtype_bytes(storage.dtype));
+      if (count == 0) continue;
+      at::Tensor flat = at::empty({0}, at::TensorOptions().dtype(type));
+      flat.set_(storages[index].storage(), 0, {count}, {1});
+      const IntegerUse& use = integer_uses[index];
+      if (storage.dtype == DType::kBool) {
+        flat.random_(0, 2, generator);
+      } else if (is_integral(storage.dtype)) {
+        if (storage.recorded_range) {
+          flat.random_(storage.recorded_range->first, storage.recorded_range->second + 1,
+                       generator);
+        } else if (use.offsets) {
+          // Offsets into `offsets_over` indices: evenly spaced, non-decreasing, the last at the
+          // end when include_last_offset.
+          const int64_t parts = std::max<int64_t>(count - (use.include_last ? 1 : 0), 1);
+          at::Tensor spaced = at::arange(count, at::TensorOptions().dtype(at::kLong))
+                                  .mul_(use.offsets_over)
+                                  .div_(parts, "floor")
+                                  .clamp_max_(use.offsets_over);
+          flat.copy_(spaced);
+        } else if (use.bound && *use.bound > 0) {
+          flat.random_(0, *use.bound, generator);
+        } else {
+          flat.zero_();
+        }
+      } else {
+        flat.uniform_(-1.0, 1.0, generator);
+      }
+    }
+  }
+};
+
+Expected<std::unique_ptr<Executor>> Executor::create(const ReplayPlan& plan,
+                                                     const ExecutorOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->plan = &plan;
+  impl->options = options;
+  if (options.threads > 0) at::set_num_threads(options.threads);
+  at::manual_seed(options.seed);
+  try {
+    impl->storages.reserve(plan.storages.size());
+    for (const Storage& storage : plan.storages) {
+      impl->storages.push_back(
+          at::empty({static_cast<int64_t>(storage.bytes)}, at::TensorOptions().dtype(at::kByte)));
+      impl->allocated += storage.bytes;
+    }
+  } catch (const std::exception& failure) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "{}: cannot allocate the trace's {} storages ({} bytes): {}", plan.path,
+                       plan.storages.size(), impl->allocated, first_line(failure.what()));
+  }
+  impl->views.resize(plan.tensors.size());
+  impl->prepared.resize(plan.ops.size());
+  impl->failures.resize(plan.ops.size());
+  impl->integer_uses.resize(plan.storages.size());
+  for (size_t index = 0; index < plan.ops.size(); ++index) {
+    if (plan.ops[index].kind != OpKind::kCompute) continue;
+    impl->failures[index] = impl->build(index);
+  }
+  impl->link_outputs();
+  for (const auto& [device, count] : plan.devices) {
+    if (device != "cpu" && !device.empty())
+      impl->adjustments[fmt::format("tensors on {} made cpu tensors", device)] += count;
+  }
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
+  try {
+    impl->fill(generator);
+  } catch (const std::exception& failure) {
+    return Error::make(ErrorKind::kInvalidArgument, "{}: cannot fill the storages: {}", plan.path,
+                       first_line(failure.what()));
+  }
+  return std::unique_ptr<Executor>(new Executor(std::move(impl)));
+}
+
+Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executor::~Executor() = default;
+
+const std::optional<std::string>& Executor::build_failure(size_t index) const {
+  if (index >= impl_->failures.size()) return impl_->none;
+  return impl_->failures[index];
+}
+
+Expected<int64_t> Executor::run(size_t index) {
+  std::optional<PreparedOp>& op = impl_->prepared[index];
+  if (!op) return Error::make(ErrorKind::kInvalidArgument, "not built");
+  std::vector<c10::IValue>& slots = impl_->slots;
+  torch::jit::Stack stack(op->args.begin(), op->args.end());
+  // Produced values replace the storage views when they have the recorded sizes.
+  for (const Place& place : op->inputs_from) {
+    const c10::IValue& value = slots[place.slot];
+    if (!value.isTensor()) continue;
+    c10::IValue& arg = stack[place.position];
+    if (place.item < 0) {
+      if (arg.isTensor() && arg.toTensor().sizes() == value.toTensor().sizes()) arg = value;
+      continue;
+    }
+    if (!arg.isList()) continue;
+    c10::impl::GenericList list = arg.toList();
+    const size_t item = static_cast<size_t>(place.item);
+    if (item >= list.size()) continue;
+    const c10::IValue current = list.get(item);
+    if (!current.isTensor() || current.toTensor().sizes() != value.toTensor().sizes()) continue;
+    c10::impl::GenericList copy = list.copy();  // the prepared list is reused every iteration
+    copy.set(item, value);
+    arg = c10::IValue(std::move(copy));
+  }
+  int64_t elapsed = 0;
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    op->call(stack);
+    const auto end = std::chrono::steady_clock::now();
+    elapsed = static_cast<int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+  } catch (const c10::Error& failure) {
+    return Error::make(ErrorKind::kInvalidArgument, "libtorch: {}",
+                       first_line(failure.what_without_backtrace()));
+  } catch (const std::exception& failure) {
+    return Error::make(ErrorKind::kInvalidArgument, "libtorch: {}", first_line(failure.what()));
+  }
+  for (const Place& place : op->outputs_to) {
+    if (place.position >= stack.size()) continue;
+    const c10::IValue& out = stack[place.position];
+    if (place.item < 0) {
+      if (out.isTensor()) slots[place.slot] = out;
+    } else if (out.isTensorList() || out.isList()) {
+      const c10::impl::GenericList list = out.toList();
+      if (static_cast<size_t>(place.item) < list.size()) {
+        const c10::IValue item = list.get(static_cast<size_t>(place.item));
+        if (item.isTensor()) slots[place.slot] = item;
+      }
+    }
+  }
+  stack.clear();
+  for (const size_t slot : op->releases) slots[slot] = c10::IValue();
+  return elapsed;
+}
+
+std::vector<double> Executor::values(uint32_t index) {
+  const at::Tensor flat = impl_->view(index).to(at::kDouble).contiguous().reshape({-1});
+  const double* data = flat.data_ptr<double>();
+  return std::vector<double>(data, data + flat.numel());
+}
+
+int Executor::threads() const { return at::get_num_threads(); }
+
+std::string Executor::library_version() { return TORCH_VERSION; }
+
+const std::map<std::string, uint64_t>& Executor::adjustments() const { return impl_->adjustments; }
+
+uint64_t Executor::allocated_bytes() const { return impl_->allocated; }
+
+}  // namespace orrery::replay

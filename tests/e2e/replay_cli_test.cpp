@@ -1,0 +1,166 @@
+// `orrery replay` as a user runs it (orrery execs orrery-replay): the recorded traces replayed with
+// few iterations, the JSON, text and HTML reports, --emit-chakra then orrery run, and bad input
+// answered with one message and exit code 1.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "chakra/trace_builder.h"
+#include "e2e/run_command.h"
+
+namespace orrery {
+namespace {
+
+using test::TempDir;
+
+std::string recorded(const std::string& model, const std::string& suffix) {
+  return test::test_data("pytorch/recorded/" + model + "/" + model + suffix);
+}
+
+void expect_clean_failure(const CommandResult& result, const std::string& needle) {
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(result.err.rfind("orrery: error: ", 0), 0u) << result.err;
+  EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+}
+
+TEST(ReplayCli, help_names_every_option) {
+  const CommandResult result = run_orrery({"replay", "--help"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const char* flag : {"--profile", "--dir", "--rank", "--iteration", "--warmup",
+                           "--iterations", "--threads", "--seed", "--sync-comm", "--emit-chakra",
+                           "--json", "--output", "--html", "--top", "--quiet"})
+    EXPECT_NE(result.out.find(flag), std::string::npos) << flag;
+  EXPECT_NE(run_orrery({"--help"}).out.find("replay"), std::string::npos);
+}
+
+// The MLP's inference: every operator replayed, the original iteration the median of the six
+// ProfilerStep# events of its profiler trace (27,460 to 32,124 us; median 27,774.5 us).
+TEST(ReplayCli, json_reports_times_and_coverage) {
+  TempDir dir;
+  const CommandResult result =
+      run_orrery({"replay", recorded("mlp_infer", "_et.json.gz"), "--profile",
+                  recorded("mlp_infer", "_trace.json.gz"), "--warmup", "0", "--iterations", "2",
+                  "--threads", "1", "--json", "--html", dir.file("r.html")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json job = nlohmann::json::parse(result.out);
+  EXPECT_GT(job.at("iteration_us").get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(job.at("original_us").get<double>(), 27774.5);
+  EXPECT_EQ(job.at("coverage_by_count"), 1.0);
+  EXPECT_EQ(job.at("coverage_by_time"), 1.0);
+  EXPECT_TRUE(job.at("skipped").empty());
+  EXPECT_EQ(job.at("ops"), 6);
+  EXPECT_EQ(job.at("iterations"), 2);
+  EXPECT_EQ(job.at("iteration_wall_us").at("count"), 2);
+  EXPECT_EQ(job.at("ranks").size(), 1u);
+  EXPECT_EQ(job.at("ranks")[0].at("operators").size(), 6u);
+  const std::string html = read_whole_file(dir.file("r.html"));
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("aten::linear"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos) << "self-contained, no script";
+}
+
+// torch.compile's trace: the Triton kernel cannot be built and is named with its reason.
+TEST(ReplayCli, text_names_what_is_skipped) {
+  const CommandResult result = run_orrery(
+      {"replay", test::test_data("pytorch/pt2_et.json.gz"), "--warmup", "0", "--iterations", "1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("coverage        50.0% by count (1 of 2)"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("1 x triton_poi_fused_add_cos_neg_sin_0 (node 16): a compiled "
+                            "kernel (triton"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("8 tensors on cuda:0 made cpu tensors"), std::string::npos)
+      << result.out;
+}
+
+// Replay, write Chakra with the measured durations, simulate: the simulated iteration is the sum
+// of the operators' mean times in whole microseconds, exactly, and no longer than the slowest
+// replayed iteration (which also holds the gaps between operators). How close it comes to the
+// median iteration on a quiet machine is measured by bench/replay_study.sh, not here.
+TEST(ReplayCli, emitted_chakra_simulates_the_measured_iteration) {
+  TempDir dir;
+  const CommandResult replayed =
+      run_orrery({"replay", recorded("cnn_infer", "_et.json.gz"), "--warmup", "1", "--iterations",
+                  "3", "--threads", "1", "--emit-chakra", dir.file("out/cnn"), "--json"});
+  ASSERT_EQ(replayed.exit_code, 0) << replayed.err;
+  const nlohmann::json job = nlohmann::json::parse(replayed.out);
+  uint64_t micros = 0;
+  double ops = 0;
+  for (const nlohmann::json& op : job.at("ranks")[0].at("operators")) {
+    micros += static_cast<uint64_t>(std::llround(op.at("measured_mean_us").get<double>()));
+    ops += 1;
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir.file("out/cnn.0.et")));
+  EXPECT_EQ(run_orrery({"trace", "validate", "--strict", dir.file("out/cnn.0.et")}).exit_code, 0);
+  std::ofstream(dir.file("net.yml"))
+      << "topology: [ Ring ]\nnpus_count: [ 2 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n";
+  std::ofstream(dir.file("sys.json"))
+      << R"({"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+             "preferred-dataset-splits": 4, "all-reduce-implementation": ["ring"],
+             "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+             "all-to-all-implementation": ["ring"], "collective-optimization": "localBWAware",
+             "local-mem-bw": 50})";
+  const CommandResult run =
+      run_orrery({"run", "-w", dir.file("out/cnn"), "-s", dir.file("sys.json"), "-n",
+                  dir.file("net.yml"), "--uniform", "--output", dir.file("run.json")});
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  const nlohmann::json simulated = nlohmann::json::parse(read_whole_file(dir.file("run.json")));
+  const double simulated_ns = simulated.at("summary").at("simulated_ns").get<double>();
+  EXPECT_EQ(simulated_ns, static_cast<double>(micros) * 1000.0);
+  EXPECT_LE(simulated_ns / 1000.0, job.at("iteration_wall_us").at("max").get<double>() + 0.5 * ops)
+      << "each op's duration rounded to whole microseconds";
+  EXPECT_GT(simulated_ns, 0.0);
+}
+
+TEST(ReplayCli, bad_input_is_one_message) {
+  TempDir dir;
+  expect_clean_failure(run_orrery({"replay", dir.file("missing.json")}),
+                       dir.file("missing.json") + ": cannot open");
+  expect_clean_failure(run_orrery({"replay"}), "give a trace file or --dir (one of them)");
+  expect_clean_failure(
+      run_orrery({"replay", recorded("mlp_infer", "_et.json.gz"), "--iteration", "9"}),
+      "--iteration 9: no ProfilerStep#9 in the trace (it has 2)");
+  expect_clean_failure(run_orrery({"replay", recorded("mlp_infer", "_et.json.gz"), "--profile",
+                                   recorded("mlp_infer", "_et.json.gz")}),
+                       "not a Kineto trace: give it as the trace");
+  expect_clean_failure(run_orrery({"replay", recorded("mlp_infer", "_et.json.gz"), "--rank", "1"}),
+                       "--rank goes with --dir");
+  expect_clean_failure(
+      run_orrery({"replay", "--dir", test::test_data("pytorch/recorded/ddp"), "--rank", "2"}),
+      "--rank 2: " + test::test_data("pytorch/recorded/ddp") + " has ranks 0 to 1");
+  std::ofstream(dir.file("bad.json")) << R"J({"schema": "1.0.1", "nodes": [
+    {"id": 1, "name": "aten::relu", "parent": 0, "op_schema": "aten::relu(Tensor self) -> Tensor",
+     "inputs": [[1, 2, 0]], "input_types": ["Tensor(float)"]}]})J";
+  expect_clean_failure(run_orrery({"replay", dir.file("bad.json")}),
+                       "bad.json: node 1 'aten::relu': a Tensor(float) value is [1,2,0]");
+  EXPECT_NE(
+      run_orrery({"replay", recorded("mlp_infer", "_et.json.gz"), "--iterations", "0"}).exit_code,
+      0);
+}
+
+// One rank of the DDP pair replayed alone: its all-reduces cannot run in one process and are
+// skipped with the reason; its compute is replayed.
+TEST(ReplayCli, one_rank_of_a_set_alone) {
+  const CommandResult result =
+      run_orrery({"replay", "--dir", test::test_data("pytorch/recorded/ddp"), "--rank", "1",
+                  "--warmup", "0", "--iterations", "1", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json job = nlohmann::json::parse(result.out);
+  EXPECT_EQ(job.at("rank"), 1);
+  ASSERT_EQ(job.at("skipped").size(), 1u);
+  EXPECT_EQ(job.at("skipped")[0].at("name"), "c10d::allreduce_");
+  EXPECT_EQ(job.at("skipped")[0].at("count"), 2);
+  EXPECT_EQ(job.at("skipped")[0].at("reason"),
+            "its group has 2 ranks (0,1) and the replay runs 1 process");
+  EXPECT_NEAR(job.at("coverage_by_count").get<double>(), 88.0 / 90.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace orrery

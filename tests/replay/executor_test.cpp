@@ -1,0 +1,178 @@
+// Operators built from their recorded schemas and run by libtorch: every recorded model in full,
+// integer tensors kept in range, outputs passed on, and what cannot be built or run named.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "replay/executor.h"
+#include "replay/session.h"
+#include "replay_test_support.h"
+
+namespace orrery::replay {
+namespace {
+
+struct Replayed {
+  ReplayPlan plan;
+  std::unique_ptr<Executor> executor;
+  SessionResult session;
+};
+
+Replayed replay_text(const std::string& text) {
+  Replayed out;
+  Expected<convert::HostTrace> host = test::host_from_text(text);
+  EXPECT_TRUE(host) << host.error().message();
+  Expected<ReplayPlan> plan = build_plan(*host, {});
+  EXPECT_TRUE(plan) << plan.error().message();
+  out.plan = std::move(*plan);
+  ExecutorOptions options;
+  options.threads = 1;
+  Expected<std::unique_ptr<Executor>> executor = Executor::create(out.plan, options);
+  EXPECT_TRUE(executor) << executor.error().message();
+  out.executor = std::move(*executor);
+  std::unique_ptr<Communicator> local = make_local_communicator();
+  SessionOptions session;
+  session.warmup = 0;
+  session.iterations = 1;
+  Expected<SessionResult> result = run_session(out.plan, *out.executor, *local, session);
+  EXPECT_TRUE(result) << result.error().message();
+  out.session = std::move(*result);
+  return out;
+}
+
+// Every operator of the six recorded models builds and runs: full coverage.
+TEST(ReplayExecutor, every_recorded_model_replays_in_full) {
+  for (const char* model : {"mlp_train", "mlp_infer", "cnn_train", "cnn_infer", "transformer_train",
+                            "transformer_infer"}) {
+    Expected<convert::HostTrace> host = convert::read_host_trace(test::recorded_et(model));
+    ASSERT_TRUE(host) << host.error().message();
+    Expected<ReplayPlan> plan = build_plan(*host, {});
+    ASSERT_TRUE(plan) << plan.error().message();
+    ExecutorOptions options;
+    options.threads = 1;
+    Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, options);
+    ASSERT_TRUE(executor) << executor.error().message();
+    std::unique_ptr<Communicator> local = make_local_communicator();
+    SessionOptions session;
+    session.warmup = 0;
+    session.iterations = 1;
+    Expected<SessionResult> result = run_session(*plan, **executor, *local, session);
+    ASSERT_TRUE(result) << result.error().message();
+    ASSERT_EQ(result->iteration_wall_ns.size(), 1u);
+    EXPECT_GT(result->iteration_wall_ns[0], 0);
+    for (size_t at = 0; at < plan->ops.size(); ++at) {
+      EXPECT_TRUE(result->ops[at].replayed) << model << " node " << plan->ops[at].node_id << " "
+                                            << plan->ops[at].name << ": " << result->ops[at].reason;
+      EXPECT_EQ(result->ops[at].samples.size(), result->ops[at].replayed ? 1u : 0u);
+    }
+    EXPECT_EQ((*executor)->threads(), 1);
+  }
+}
+
+// Index tensors stay within what they index: the recorded range, else the size of the dimension
+// (embedding rows, loss classes), embedding-bag offsets evenly spaced over the indices.
+TEST(ReplayExecutor, integer_tensors_stay_in_range) {
+  const Replayed run = replay_text(test::flat_trace(R"J(
+    {"id": 4, "name": "aten::embedding", "parent": 3, "tid": 1,
+     "op_schema": "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+     "inputs": [[1, 20, 0, 40, 4, "cpu"], [2, 21, 0, 64, 8, "cpu"], -1, false, false],
+     "input_shapes": [[10, 4], [64], [], [], []],
+     "input_types": ["Tensor(float)", "Tensor(long int)", "Int", "Bool", "Bool"]},
+    {"id": 5, "name": "aten::embedding", "parent": 3, "tid": 1,
+     "op_schema": "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+     "inputs": [[1, 20, 0, 40, 4, "cpu"], [3, 22, 0, 8, 8, "cpu"], -1, false, false],
+     "input_shapes": [[10, 4], [8], [], [], []],
+     "input_types": ["Tensor(float)", "Tensor(long int)", "Int", "Bool", "Bool"],
+     "tensor_range": "{\"1\": [2, 3]}"},
+    {"id": 6, "name": "aten::nll_loss", "parent": 3, "tid": 1,
+     "op_schema": "aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) -> Tensor",
+     "inputs": [[5, 30, 0, 20, 4, "cpu"], [6, 31, 0, 4, 8, "cpu"], "<None>", 1, -100],
+     "input_shapes": [[4, 5], [4], [], [], []],
+     "input_types": ["Tensor(float)", "Tensor(long int)", "None", "Int", "Int"]},
+    {"id": 7, "name": "aten::embedding_bag", "parent": 3, "tid": 1,
+     "op_schema": "aten::embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)",
+     "inputs": [[1, 20, 0, 40, 4, "cpu"], [7, 40, 0, 12, 8, "cpu"], [8, 41, 0, 4, 8, "cpu"], false, 0, false, "<None>", false],
+     "input_shapes": [[10, 4], [12], [4], [], [], [], [], []],
+     "input_types": ["Tensor(float)", "Tensor(long int)", "Tensor(long int)", "Bool", "Int", "Bool", "None", "Bool"]})J"));
+  for (const OpResult& op : run.session.ops) EXPECT_TRUE(op.replayed) << op.reason;
+  const auto values_of = [&](size_t op, size_t arg) {
+    return run.executor->values(run.plan.ops[op].inputs[arg].tensor);
+  };
+  const std::vector<double> rows = values_of(0, 1);
+  EXPECT_EQ(*std::min_element(rows.begin(), rows.end()), 0.0);
+  EXPECT_EQ(*std::max_element(rows.begin(), rows.end()), 9.0) << "64 draws over the 10 rows";
+  for (const double value : values_of(1, 1)) EXPECT_TRUE(value == 2.0 || value == 3.0) << value;
+  for (const double value : values_of(2, 1)) EXPECT_TRUE(value >= 0 && value < 5) << value;
+  EXPECT_EQ(values_of(3, 2), (std::vector<double>{0, 3, 6, 9}));
+  const std::vector<double> weights = values_of(0, 0);
+  EXPECT_GE(*std::min_element(weights.begin(), weights.end()), -1.0);
+  EXPECT_LT(*std::max_element(weights.begin(), weights.end()), 1.0);
+}
+
+// A later op reads what an earlier one returned (aten::t's transposed view), not a contiguous
+// buffer: viewing that transposed tensor as flat fails in libtorch as it would have in the
+// original, so the view op is skipped with libtorch's message.
+TEST(ReplayExecutor, outputs_pass_to_later_ops_with_their_strides) {
+  const Replayed run = replay_text(test::flat_trace(R"J(
+    {"id": 4, "name": "aten::t", "parent": 3, "tid": 1, "op_schema": "aten::t(Tensor(a) self) -> Tensor(a)",
+     "inputs": [[1, 20, 0, 6, 4, "cpu"]], "input_shapes": [[3, 2]], "input_types": ["Tensor(float)"],
+     "outputs": [[2, 20, 0, 6, 4, "cpu"]], "output_shapes": [[2, 3]], "output_types": ["Tensor(float)"]},
+    {"id": 5, "name": "aten::view", "parent": 3, "tid": 1,
+     "op_schema": "aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)",
+     "inputs": [[2, 20, 0, 6, 4, "cpu"], [6]], "input_shapes": [[2, 3], [[]]],
+     "input_types": ["Tensor(float)", "GenericList[Int]"]},
+    {"id": 6, "name": "aten::view", "parent": 3, "tid": 1,
+     "op_schema": "aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)",
+     "inputs": [[1, 20, 0, 6, 4, "cpu"], [6]], "input_shapes": [[3, 2], [[]]],
+     "input_types": ["Tensor(float)", "GenericList[Int]"]})J"));
+  ASSERT_EQ(run.session.ops.size(), 3u);
+  EXPECT_TRUE(run.session.ops[0].replayed);
+  EXPECT_FALSE(run.session.ops[1].replayed);
+  EXPECT_NE(run.session.ops[1].reason.find("libtorch: view size is not compatible"),
+            std::string::npos)
+      << run.session.ops[1].reason;
+  EXPECT_TRUE(run.session.ops[2].replayed) << "the weight itself is contiguous";
+}
+
+TEST(ReplayExecutor, what_cannot_be_built_or_run_is_named) {
+  const Replayed run = replay_text(test::flat_trace(R"J(
+    {"id": 4, "name": "fbgemm::bounds_check_indices", "parent": 3, "tid": 1,
+     "op_schema": "fbgemm::bounds_check_indices(Tensor rows_per_table, Tensor(a!) indices) -> ()",
+     "inputs": [[1, 20, 0, 4, 8, "cuda:0"], [2, 21, 0, 4, 8, "cuda:0"]],
+     "input_shapes": [[4], [4]], "input_types": ["Tensor(long int)", "Tensor(long int)"]},
+    {"id": 5, "name": "aten::mm", "parent": 3, "tid": 1,
+     "op_schema": "aten::mm(Tensor self, Tensor mat2) -> Tensor",
+     "inputs": [[3, 30, 0, 6, 4, "cuda:0"], [4, 31, 0, 20, 4, "cuda:0"]],
+     "input_shapes": [[2, 3], [4, 5]], "input_types": ["Tensor(float)", "Tensor(float)"]},
+    {"id": 6, "name": "aten::mm", "parent": 3, "tid": 1,
+     "op_schema": "aten::mm(Tensor self, Tensor mat2) -> Tensor",
+     "inputs": [[3, 30, 0, 6, 4, "cuda:0"], [5, 32, 0, 15, 4, "cuda:0"]],
+     "input_shapes": [[2, 3], [3, 5]], "input_types": ["Tensor(float)", "Tensor(float)"]},
+    {"id": 7, "name": "aten::zeros", "parent": 3, "tid": 1,
+     "op_schema": "aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+     "inputs": [[3, 5], 6, "<None>", "cuda:0", true], "input_shapes": [[[], []], [], [], [], []],
+     "input_types": ["GenericList[Int,Int]", "Int", "None", "Device", "Bool"]},
+    {"id": 8, "name": "aten::relu", "parent": 3, "tid": 1,
+     "op_schema": "aten::relu(Tensor self, int extra) -> Tensor",
+     "inputs": [[3, 30, 0, 6, 4, "cuda:0"], 1, 2], "input_shapes": [[2, 3], [], []],
+     "input_types": ["Tensor(float)", "Int", "Int"]})J"));
+  const std::vector<OpResult>& ops = run.session.ops;
+  ASSERT_EQ(ops.size(), 5u);
+  EXPECT_FALSE(ops[0].replayed);
+  EXPECT_EQ(ops[0].reason, "no operator fbgemm::bounds_check_indices in libtorch 1.13.0");
+  EXPECT_FALSE(ops[1].replayed);
+  EXPECT_NE(ops[1].reason.find("libtorch: mat1 and mat2 shapes cannot be multiplied (2x3 and "
+                               "4x5)"),
+            std::string::npos)
+      << ops[1].reason;
+  EXPECT_TRUE(ops[2].replayed) << ops[2].reason;
+  EXPECT_TRUE(ops[3].replayed) << ops[3].reason;
+  EXPECT_FALSE(ops[4].replayed);
+  EXPECT_EQ(ops[4].reason, "the trace records 3 arguments, the schema of libtorch 1.13.0 has 1");
+  const std::map<std::string, uint64_t>& changes = run.executor->adjustments();
+  EXPECT_EQ(changes.at("device arguments cuda:0 made cpu"), 1u);
+  EXPECT_EQ(changes.at("pin_memory=True made False (pinned memory needs CUDA)"), 1u);
+  EXPECT_EQ(changes.at("tensors on cuda:0 made cpu tensors"), 7u);
+}
+
+}  // namespace
+}  // namespace orrery::replay
