@@ -6,7 +6,7 @@
 #include "gen/transformer_model.h"
 #include "memory/remote_memory_config.h"
 #include "system/system_config.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace orrery;
@@ -23,13 +23,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)memory::parse_remote_memory_config("mem.json", text);
       break;
     case 2: {
-      workload::CommGroups groups(16);
-      (void)workload::load_comm_group_file(fuzz::write_input(data, size, ".json"), groups);
+      chakra::CommGroups groups(16);
+      (void)chakra::load_comm_group_file(fuzz::write_input(data, size, ".json"), groups);
       break;
     }
     case 3: {
-      workload::CommGroups groups(16);
-      (void)workload::add_groups_from_metadata(text, "node 1", groups);
+      chakra::CommGroups groups(16);
+      (void)chakra::add_groups_from_metadata(text, "node 1", groups);
       break;
     }
     case 4:

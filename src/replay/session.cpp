@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "core/units.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::replay {
 
@@ -183,12 +183,12 @@ std::vector<CommSetup> plan_communication(const ReplayPlan& plan, uint32_t rank,
   }
   const uint32_t job = std::max({world, job_ranks, job_ranks == 0 ? recorded_size : 0u});
   // The trace's process groups; a list naming ranks beyond the job says how large the job was.
-  std::optional<workload::CommGroups> groups;
+  std::optional<chakra::CommGroups> groups;
   for (const uint32_t size : {job, 4096u}) {
-    workload::CommGroups candidate(size);
+    chakra::CommGroups candidate(size);
     bool ok = true;
     for (const std::string& text : plan.process_group_texts) {
-      if (!workload::add_groups_from_metadata(text, plan.path, candidate)) {
+      if (!chakra::add_groups_from_metadata(text, plan.path, candidate)) {
         ok = false;
         break;
       }
@@ -210,7 +210,7 @@ std::vector<CommSetup> plan_communication(const ReplayPlan& plan, uint32_t rank,
     if (op.kind != OpKind::kComm || !op.comm) continue;
     const CommOp& comm = *op.comm;
     CommSetup& setup = setups[index];
-    const workload::CommGroup* group = groups->find(comm.spec.pg_name);
+    const chakra::CommGroup* group = groups->find(comm.spec.pg_name);
     std::vector<uint32_t> ranks;
     if (group == nullptr || comm.spec.pg_name.empty() || comm.spec.pg_name == "0") {
       if (group == nullptr && !comm.spec.pg_name.empty()) {

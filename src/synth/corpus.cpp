@@ -8,7 +8,7 @@
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
 #include "core/parallel.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::synth {
 namespace {
@@ -67,10 +67,10 @@ SetResult read_set(const std::string& target) {
   const uint32_t ranks = static_cast<uint32_t>(files->paths.size());
   std::vector<chakra::TraceGraph> graphs;
   graphs.reserve(ranks);
-  workload::CommGroups groups(ranks);
+  chakra::CommGroups groups(ranks);
   const std::string group_file = group_file_of(target, files->from_prefix);
   if (fs::exists(group_file)) {
-    if (Status status = workload::load_comm_group_file(group_file, groups); !status) {
+    if (Status status = chakra::load_comm_group_file(group_file, groups); !status) {
       result.error = status.error();
       return result;
     }
@@ -85,7 +85,7 @@ SetResult read_set(const std::string& target) {
       if (graph->type(node) != ChakraProtoMsg::METADATA_NODE) continue;
       const std::string where = fmt::format("{}: node {}", path, graph->id(node));
       if (Status status =
-              workload::add_groups_from_metadata(graph->inputs_values(node), where, groups);
+              chakra::add_groups_from_metadata(graph->inputs_values(node), where, groups);
           !status) {
         result.notes.push_back(status.error().message() + " (its groups are ignored)");
       }

@@ -34,7 +34,7 @@ void normalize_edges(Dag& dag) {
 
 namespace {
 
-GroupShape shape_of(const workload::CommGroup& group, uint32_t ranks) {
+GroupShape shape_of(const chakra::CommGroup& group, uint32_t ranks) {
   const auto& members = group.ranks;
   if (members.size() >= ranks || members.empty()) return {};
   GroupShape shape{static_cast<uint32_t>(members.size()), 0};
@@ -52,7 +52,7 @@ GroupShape shape_of(const workload::CommGroup& group, uint32_t ranks) {
 
 }  // namespace
 
-Expected<Dag> dag_from_trace(const chakra::TraceGraph& graph, const workload::CommGroups& groups,
+Expected<Dag> dag_from_trace(const chakra::TraceGraph& graph, const chakra::CommGroups& groups,
                              uint32_t ranks, uint32_t* unknown_groups) {
   Dag dag;
   dag.ranks = std::max<uint32_t>(ranks, 1);
@@ -100,7 +100,7 @@ Expected<Dag> dag_from_trace(const chakra::TraceGraph& graph, const workload::Co
         node.comm_bytes = uint_attr("comm_size");
         Expected<std::optional<std::string_view>> pg = graph.get_string(index, "pg_name");
         if (pg && pg->has_value()) {
-          const workload::CommGroup* group = groups.find(std::string(**pg));
+          const chakra::CommGroup* group = groups.find(std::string(**pg));
           if (group != nullptr) {
             node.group = shape_of(*group, dag.ranks);
           } else if (unknown_groups != nullptr) {

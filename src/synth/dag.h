@@ -20,7 +20,7 @@
 
 #include "chakra/trace_graph.h"
 #include "core/error.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::synth {
 
@@ -91,7 +91,7 @@ void normalize_edges(Dag& dag);
 
 // The learning view of rank `rank` of a job of `ranks` ranks. `groups` resolves pg_names (a name
 // it does not know counts as the whole job and is counted in `unknown_groups` when given).
-Expected<Dag> dag_from_trace(const chakra::TraceGraph& graph, const workload::CommGroups& groups,
+Expected<Dag> dag_from_trace(const chakra::TraceGraph& graph, const chakra::CommGroups& groups,
                              uint32_t ranks, uint32_t* unknown_groups = nullptr);
 
 // Totals over the nodes, for labels and reports.

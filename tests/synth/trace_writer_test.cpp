@@ -8,7 +8,7 @@
 #include "synth/simulate.h"
 #include "synth/trace_writer.h"
 #include "synth_test_support.h"
-#include "workload/comm_groups.h"
+#include "chakra/comm_groups.h"
 
 namespace orrery::synth {
 namespace {
@@ -73,8 +73,8 @@ TEST(TraceWriter, every_rank_file_passes_strict_validation_and_the_set_simulates
   Expected<std::optional<std::string_view>> pg = rank2->get_string(5, "pg_name");
   ASSERT_TRUE(pg && pg->has_value());
   EXPECT_EQ(**pg, "2");
-  workload::CommGroups groups(4);
-  ASSERT_TRUE(workload::load_comm_group_file(report->group_file, groups));
+  chakra::CommGroups groups(4);
+  ASSERT_TRUE(chakra::load_comm_group_file(report->group_file, groups));
   ASSERT_NE(groups.find("2"), nullptr);
   EXPECT_EQ(groups.find("2")->ranks, (std::vector<uint32_t>{2, 3}));
 
