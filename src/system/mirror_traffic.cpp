@@ -1,6 +1,7 @@
 #include "system/mirror_traffic.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/checked.h"
 
@@ -119,19 +120,30 @@ net::Hop MirrorTraffic::link_of(net::Rank rank, ClassKey key) const {
 }
 
 uint32_t MirrorTraffic::peak(const std::vector<Interval>& intervals) {
-  // A message leaving at t does not overlap one arriving at t: ends sort before starts.
-  std::vector<std::pair<SimTime, int64_t>> changes;
+  // What the analytical backend counts (network/analytical_backend.cpp): at each send, the
+  // messages on the link whose delivery is later than now, plus the one sent. So a message leaving
+  // at t does not overlap one arriving at t (ends sort before starts), and a message of zero
+  // duration (its delay truncated to 0 ns) counts at its instant, once however many are sent then
+  // (each send drops the one before). Counted after the instant's other sends: when the backend
+  // saw it before a longer message sent in the same instant, the full run's peak is one lower.
+  // (time, 0, +copies) at a start and (time, 0, -copies) at an end; (time, 1, 0) for a message
+  // of zero duration, looked at once the starts and ends of its instant are counted.
+  std::vector<std::tuple<SimTime, int, int64_t>> changes;
   changes.reserve(intervals.size() * 2);
   for (const Interval& interval : intervals) {
-    changes.emplace_back(interval.start, interval.copies);
-    changes.emplace_back(interval.end, -static_cast<int64_t>(interval.copies));
+    if (interval.end <= interval.start) {
+      changes.emplace_back(interval.start, 1, 0);
+      continue;
+    }
+    changes.emplace_back(interval.start, 0, interval.copies);
+    changes.emplace_back(interval.end, 0, -static_cast<int64_t>(interval.copies));
   }
   std::sort(changes.begin(), changes.end());
   int64_t present = 0;
   int64_t most = 0;
-  for (const auto& [time, delta] : changes) {
+  for (const auto& [time, instant, delta] : changes) {
     present += delta;
-    most = std::max(most, present);
+    most = std::max(most, present + instant);
   }
   return static_cast<uint32_t>(most);
 }
