@@ -106,7 +106,8 @@ TEST(Sweep, RejectionsSayWhy) {
     divisibility = divisibility ||
                    result.reason.find("tp x cp x pp = 3 does not divide the 16 accelerators") !=
                        std::string::npos;
-    batch = batch || result.reason.find("--global-batch 16 is not a multiple") != std::string::npos;
+    batch = batch || result.reason.find("--global-batch 16 is smaller than --micro-batch x --dp") !=
+                         std::string::npos;
     if (point.cluster.hbm_bytes == 512ull << 20 && point.reason.empty() &&
         result.reason.find("GiB") != std::string::npos) {
       memory = true;
