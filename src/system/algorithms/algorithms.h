@@ -7,6 +7,31 @@
 
 namespace orrery::sys::algorithms {
 
+// Which receives of ring, direct and halving-doubling reduce: a round's steps come as `unreduced`
+// ones then `reduced` ones, and the round parity tells an all-reduce's reduce-scatter half (odd
+// rounds) from its all-gather half. Part of an algorithm's per-stream state (zeroed at its start).
+struct ReduceRounds {
+  uint32_t unreduced;
+  uint32_t reduced;
+  bool odd_round;
+
+  // Takes the next step, first opening a round of `unreduced_steps` then `reduced_steps` when the
+  // last is used up; whether that step's receive reduces.
+  bool next(PhaseOp op, uint32_t unreduced_steps, uint32_t reduced_steps) {
+    if (unreduced == 0 && reduced == 0) {
+      unreduced = unreduced_steps;
+      reduced = reduced_steps;
+      odd_round = !odd_round;
+    }
+    if (unreduced > 0) {
+      --unreduced;
+      return false;
+    }
+    --reduced;
+    return op == PhaseOp::kReduceScatter || (op == PhaseOp::kAllReduce && odd_round);
+  }
+};
+
 // Ring: n-1 (all-to-all: n(n-1)/2) steps to the next member, each waiting for the one message
 // from the previous; an all-reduce runs twice round (reduce-scatter, then all-gather).
 const CollectiveAlgorithm& ring();

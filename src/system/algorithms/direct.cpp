@@ -20,9 +20,7 @@ struct DirectState {
   uint32_t window;     // messages in flight
   uint32_t free;       // endpoint delays over and not yet used by a send
   uint32_t received;
-  uint32_t unreduced;  // as in ring.cpp: which receives of a round reduce
-  uint32_t reduced;
-  bool odd_round;
+  ReduceRounds rounds;  // which receives reduce
 };
 
 class Direct final : public CollectiveAlgorithm {
@@ -68,19 +66,7 @@ class Direct final : public CollectiveAlgorithm {
  private:
   static void ready_step(PhaseRun& run, DirectState& s) {
     const uint32_t n = run.members();
-    if (s.unreduced == 0 && s.reduced == 0) {
-      s.unreduced = s.window;
-      s.reduced = s.window == 1 ? n - 1 : s.window;
-      s.odd_round = !s.odd_round;
-    }
-    bool reduce = false;
-    if (s.unreduced > 0) {
-      --s.unreduced;
-    } else {
-      --s.reduced;
-      reduce =
-          run.op() == PhaseOp::kReduceScatter || (run.op() == PhaseOp::kAllReduce && s.odd_round);
-    }
+    const bool reduce = s.rounds.next(run.op(), s.window, s.window == 1 ? n - 1 : s.window);
     ++s.readied;
     run.after_endpoint_delay(reduce, s.message);
   }

@@ -18,12 +18,10 @@ struct HalvingDoublingState {
   uint64_t queued_bytes;
   uint32_t offset;  // distance of the next step readied
   uint32_t queued_peer;
-  uint32_t free;       // endpoint delays over and not yet used by a send
-  uint32_t unreduced;  // which receives of a round reduce (see ring.cpp)
-  uint32_t reduced;
-  bool odd_round;
-  bool doubling;  // distances grow (reduce-scatter, all-reduce before its turn)
-  bool queued;    // a step is readied and not yet sent (never more than one: steps are sequential)
+  uint32_t free;        // endpoint delays over and not yet used by a send
+  ReduceRounds rounds;  // which receives reduce
+  bool doubling;        // distances grow (reduce-scatter, all-reduce before its turn)
+  bool queued;  // a step is readied and not yet sent (never more than one: steps are sequential)
 };
 
 class HalvingDoubling final : public CollectiveAlgorithm {
@@ -65,19 +63,7 @@ class HalvingDoubling final : public CollectiveAlgorithm {
  private:
   static void ready_step(PhaseRun& run, HalvingDoublingState& s) {
     const uint32_t n = run.members();
-    if (s.unreduced == 0 && s.reduced == 0) {
-      s.unreduced = 1;
-      s.reduced = floor_log2(n) - 1;
-      s.odd_round = !s.odd_round;
-    }
-    bool reduce = false;
-    if (s.unreduced > 0) {
-      --s.unreduced;
-    } else {
-      --s.reduced;
-      reduce =
-          run.op() == PhaseOp::kReduceScatter || (run.op() == PhaseOp::kAllReduce && s.odd_round);
-    }
+    const bool reduce = s.rounds.next(run.op(), 1, floor_log2(n) - 1);
     // The partner at distance `offset`: upwards when this member's block index is even.
     const uint32_t index = run.index();
     uint32_t peer = index;

@@ -10,17 +10,13 @@ namespace orrery::sys::algorithms {
 namespace {
 
 struct RingState {
-  uint64_t message;    // bytes per message
-  uint64_t remaining;  // sends left
-  uint32_t to;         // the neighbour messages go to
-  uint32_t from;       // the neighbour they come from
-  uint32_t queued;     // steps readied (by the start or a receive) and not yet sent
-  uint32_t free;       // endpoint delays over and not yet used by a send
-  // Which receives reduce: the steps of one round come as `unreduced` then `reduced` ones, and the
-  // round parity tells an all-reduce's reduce-scatter half (odd rounds) from its all-gather half.
-  uint32_t unreduced;
-  uint32_t reduced;
-  bool odd_round;
+  uint64_t message;     // bytes per message
+  uint64_t remaining;   // sends left
+  uint32_t to;          // the neighbour messages go to
+  uint32_t from;        // the neighbour they come from
+  uint32_t queued;      // steps readied (by the start or a receive) and not yet sent
+  uint32_t free;        // endpoint delays over and not yet used by a send
+  ReduceRounds rounds;  // which receives reduce
 };
 
 class Ring final : public CollectiveAlgorithm {
@@ -66,19 +62,7 @@ class Ring final : public CollectiveAlgorithm {
   // The next step is ready: after the endpoint delay (and the reduction, when this receive
   // reduces) it is sent.
   static void ready_step(PhaseRun& run, RingState& s) {
-    if (s.unreduced == 0 && s.reduced == 0) {
-      s.unreduced = 1;
-      s.reduced = run.members() - 1;
-      s.odd_round = !s.odd_round;
-    }
-    bool reduce = false;
-    if (s.unreduced > 0) {
-      --s.unreduced;
-    } else {
-      --s.reduced;
-      reduce =
-          run.op() == PhaseOp::kReduceScatter || (run.op() == PhaseOp::kAllReduce && s.odd_round);
-    }
+    const bool reduce = s.rounds.next(run.op(), 1, run.members() - 1);
     ++s.queued;
     run.after_endpoint_delay(reduce, s.message);
   }
