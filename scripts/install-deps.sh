@@ -5,9 +5,11 @@
 # multiplies matrices about 20x slower); pybind11 and python3-dev: the `orrery` Python
 # module, built for Debian's /usr/bin/python3, whose numpy, pytest, matplotlib, torch and sklearn
 # packages the Python tests, examples and recording scripts use; Open MPI: distributed sweeps and
-# replays; SQLite: sweep results; CBC and GLPK: exact sharding plans; Eigen: least squares; clang
-# and its runtime: the libFuzzer targets of `make fuzz`; libonnx-dev: ONNX models for `orrery
-# partition`).
+# replays; SQLite: sweep results; CBC and GLPK: exact sharding plans; Eigen: least squares;
+# libonnx-dev: ONNX models for `orrery partition`).
+# `--fuzz` adds clang and its runtime, for the libFuzzer targets of `make fuzz` only: the GCC
+# builds of `make test` and `make asan` replay the fuzz corpora without them, so CI does not
+# download a second compiler.
 # Idempotent: checks each package first and runs `apt-get update` only when something is missing.
 set -euo pipefail
 
@@ -21,9 +23,11 @@ packages=(
   libtorch-dev python3-torch python3-sklearn libopenblas0-pthread
   libopenmpi-dev openmpi-bin
   libsqlite3-dev coinor-libcbc-dev libeigen3-dev libonnx-dev
-  clang-14 libclang-rt-14-dev
   chromium
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang-14 libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
