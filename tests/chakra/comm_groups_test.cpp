@@ -15,7 +15,7 @@
 #include "chakra/trace_builder.h"
 
 namespace orrery::chakra {
-namespace {
+namespace comm_groups_test {
 
 using test::TempDir;
 
@@ -357,5 +357,5 @@ TEST(CommGroups, unreadable_process_group_text_is_an_error) {
   EXPECT_TRUE(groups.named().empty());
 }
 
-}  // namespace
+}  // namespace comm_groups_test
 }  // namespace orrery::chakra

@@ -7,7 +7,7 @@
 #include "chakra/trace_file.h"
 
 namespace orrery::chakra {
-namespace {
+namespace dependency_graph_test {
 
 using test::build_graph;
 using test::make_node;
@@ -204,5 +204,5 @@ TEST_F(FeederTrace, every_node_completes_by_data_dependencies) {
   EXPECT_EQ(tracker.completed_count(), 3664u);
 }
 
-}  // namespace
+}  // namespace dependency_graph_test
 }  // namespace orrery::chakra

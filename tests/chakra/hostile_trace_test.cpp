@@ -15,7 +15,7 @@
 #include "core/checked.h"
 
 namespace orrery::chakra {
-namespace {
+namespace hostile_trace_test {
 
 using test::add_attr;
 using test::build_graph;
@@ -145,5 +145,5 @@ TEST(HostileTrace, a_json_number_beyond_a_double_is_an_error_not_a_crash) {
       dir.file("t.json") + ": number overflow parsing '1e999' (beyond the range of a double)");
 }
 
-}  // namespace
+}  // namespace hostile_trace_test
 }  // namespace orrery::chakra

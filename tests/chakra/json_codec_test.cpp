@@ -11,7 +11,7 @@
 #include "chakra/trace_builder.h"
 
 namespace orrery::chakra {
-namespace {
+namespace json_codec_test {
 
 using test::TempDir;
 
@@ -133,5 +133,5 @@ TEST(JsonCodec, other_json_is_not_taken_for_a_trace) {
   EXPECT_NE(status.error().message().find("not a Chakra JSON document"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace json_codec_test
 }  // namespace orrery::chakra

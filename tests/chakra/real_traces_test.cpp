@@ -15,7 +15,7 @@
 #include "chakra/validation.h"
 
 namespace orrery::chakra {
-namespace {
+namespace real_traces_test {
 
 namespace fs = std::filesystem;
 
@@ -147,5 +147,5 @@ TEST(RealTraces, stg_traces_read_is_cpu_op_as_int32_and_sizes_as_uint64) {
   EXPECT_EQ(stats.cpu_ops, 0u);
 }
 
-}  // namespace
+}  // namespace real_traces_test
 }  // namespace orrery::chakra

@@ -9,7 +9,7 @@
 #include "chakra/trace_builder.h"
 
 namespace orrery::chakra {
-namespace {
+namespace record_stream_test {
 
 using test::TempDir;
 
@@ -183,5 +183,5 @@ TEST(RecordStream, a_missing_file_names_the_path) {
             "/nonexistent/dir/trace.et: cannot open: No such file or directory");
 }
 
-}  // namespace
+}  // namespace record_stream_test
 }  // namespace orrery::chakra

@@ -6,7 +6,7 @@
 #include "chakra/trace_builder.h"
 
 namespace orrery::chakra {
-namespace {
+namespace trace_graph_test {
 
 using test::add_attr;
 using test::build_graph;
@@ -132,5 +132,5 @@ TEST(NodeTypeNames, unknown_values_are_named_with_their_number) {
   EXPECT_EQ(comm_type_name(42), "unknown collective 42");
 }
 
-}  // namespace
+}  // namespace trace_graph_test
 }  // namespace orrery::chakra

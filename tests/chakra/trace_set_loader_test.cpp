@@ -10,7 +10,7 @@
 #include "chakra/trace_builder.h"
 
 namespace orrery::chakra {
-namespace {
+namespace trace_set_loader_test {
 
 using test::TempDir;
 
@@ -206,5 +206,5 @@ TEST(TraceSetLoader, ParallelLoadsOfManyRanks) {
   EXPECT_LE(stats.parsed, 8u);
 }
 
-}  // namespace
+}  // namespace trace_set_loader_test
 }  // namespace orrery::chakra

@@ -7,7 +7,7 @@
 #include "chakra/trace_file.h"
 
 namespace orrery::chakra {
-namespace {
+namespace validation_test {
 
 using test::add_attr;
 using test::build_graph;
@@ -175,5 +175,5 @@ TEST(Validation, feeder_trace_has_its_known_quirks) {
   EXPECT_FALSE(report.passes(ValidationMode::kStrict));
 }
 
-}  // namespace
+}  // namespace validation_test
 }  // namespace orrery::chakra

@@ -10,7 +10,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery::chakra {
-namespace {
+namespace wire_compat_test {
 
 std::string record_to_file(const std::string& trace, int index, const std::string& out) {
   auto reader = RecordReader::open(trace);
@@ -75,5 +75,5 @@ TEST(WireCompat, protoc_decodes_the_metadata_record_with_its_version) {
   EXPECT_EQ(typed.out, "version: \"0.0.4\"\n");
 }
 
-}  // namespace
+}  // namespace wire_compat_test
 }  // namespace orrery::chakra

@@ -7,7 +7,7 @@
 #include "convert_test_support.h"
 
 namespace orrery::convert {
-namespace {
+namespace host_trace_test {
 
 using test::TempDir;
 
@@ -174,5 +174,5 @@ TEST(KinetoTrace, an_event_without_time_is_named) {
       << trace.error().message();
 }
 
-}  // namespace
+}  // namespace host_trace_test
 }  // namespace orrery::convert

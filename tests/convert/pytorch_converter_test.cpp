@@ -1,14 +1,14 @@
 // The mapping from PyTorch operators to Chakra nodes, on small traces written in the test.
 #include <gtest/gtest.h>
 
+#include "chakra/comm_groups.h"
 #include "convert/collectives.h"
 #include "convert/json_file.h"
 #include "convert/kineto_trace.h"
 #include "convert_test_support.h"
-#include "chakra/comm_groups.h"
 
 namespace orrery::convert {
-namespace {
+namespace pytorch_converter_test {
 
 using nlohmann::json;
 using test::find_attr;
@@ -491,5 +491,5 @@ TEST(Converter, a_collective_without_a_kernel_comes_from_the_host_op) {
   test::expect_forward_edges(*conversion);
 }
 
-}  // namespace
+}  // namespace pytorch_converter_test
 }  // namespace orrery::convert

@@ -11,7 +11,7 @@
 #include "convert_test_support.h"
 
 namespace orrery::convert {
-namespace {
+namespace rank_directory_test {
 
 using test::TempDir;
 
@@ -204,5 +204,5 @@ TEST(RankDirectory, dlrm_hosts_alone_convert_too) {
   }
 }
 
-}  // namespace
+}  // namespace rank_directory_test
 }  // namespace orrery::convert

@@ -10,7 +10,7 @@
 #include "convert_test_support.h"
 
 namespace orrery::convert {
-namespace {
+namespace real_traces_test {
 
 using test::find_attr;
 using test::TempDir;
@@ -298,5 +298,5 @@ TEST(RecordedTraces, ddp_gloo_all_reduces_become_collectives) {
   }
 }
 
-}  // namespace
+}  // namespace real_traces_test
 }  // namespace orrery::convert

@@ -11,7 +11,7 @@
 #include "core/event_engine.h"
 
 namespace orrery {
-namespace {
+namespace checked_test {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -147,5 +147,5 @@ TEST(EventEngineLimit, run_until_stops_at_the_limit_too_and_ordinary_runs_do_not
   EXPECT_FALSE(quiet.time_limit_reached());
 }
 
-}  // namespace
+}  // namespace checked_test
 }  // namespace orrery

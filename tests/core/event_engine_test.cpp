@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace orrery {
-namespace {
+namespace event_engine_test {
 
 // Records what it receives, and can reschedule itself `hops` times, `step` apart.
 class Recorder final : public EventHandler {
@@ -158,5 +158,5 @@ TEST(EventEngine, the_same_schedule_gives_the_same_run) {
   EXPECT_EQ(run_once(), run_once());
 }
 
-}  // namespace
+}  // namespace event_engine_test
 }  // namespace orrery

@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace orrery {
-namespace {
+namespace event_queue_test {
 
 Event at_ps(int64_t ps, uint64_t arg = 0) {
   Event event;
@@ -149,5 +149,5 @@ TEST(EventQueue, memory_stays_at_the_peak_of_pending_events) {
   EXPECT_LE(queue.memory_bytes(), after_fill + after_fill / 8);
 }
 
-}  // namespace
+}  // namespace event_queue_test
 }  // namespace orrery

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace orrery {
-namespace {
+namespace index_fifo_test {
 
 struct Record {
   int value = 0;
@@ -32,5 +32,5 @@ TEST(IndexFifo, keeps_order_empties_and_refills) {
   EXPECT_EQ(pool[0].next, IndexFifo::kNil);
 }
 
-}  // namespace
+}  // namespace index_fifo_test
 }  // namespace orrery

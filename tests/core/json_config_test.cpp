@@ -7,7 +7,7 @@
 #include <string>
 
 namespace orrery {
-namespace {
+namespace json_config_test {
 
 std::string error_of(const std::string& text) {
   Expected<JsonConfig> config = JsonConfig::parse("c.json", text);
@@ -72,5 +72,5 @@ TEST(JsonConfigHostile, numbers_in_a_range_say_the_range_in_short_form) {
   EXPECT_EQ(config->get_number_in("ok", 1e-3, 1e9)->value_or(0), 50);
 }
 
-}  // namespace
+}  // namespace json_config_test
 }  // namespace orrery

@@ -7,7 +7,7 @@
 #include "core/json_config.h"
 
 namespace orrery {
-namespace {
+namespace json_string_test {
 
 TEST(JsonString, escapes_quotes_backslashes_and_control_characters) {
   std::string out = "x=";
@@ -19,5 +19,5 @@ TEST(JsonString, escapes_quotes_backslashes_and_control_characters) {
   EXPECT_EQ(nlohmann::json::parse(literal).get<std::string>(), text);
 }
 
-}  // namespace
+}  // namespace json_string_test
 }  // namespace orrery

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace orrery {
-namespace {
+namespace markup_test {
 
 TEST(Markup, the_five_special_characters_become_entities_and_nothing_else_changes) {
   EXPECT_EQ(escape_markup("a<b && c>'d' \"e\""),
@@ -16,5 +16,5 @@ TEST(Markup, the_five_special_characters_become_entities_and_nothing_else_change
   EXPECT_EQ(escape_markup("&amp;"), "&amp;amp;");  // escaping twice is visible, not idempotent
 }
 
-}  // namespace
+}  // namespace markup_test
 }  // namespace orrery

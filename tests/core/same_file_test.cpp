@@ -8,7 +8,7 @@
 #include <string>
 
 namespace orrery {
-namespace {
+namespace same_file_test {
 
 class SameFile : public ::testing::Test {
  protected:
@@ -62,5 +62,5 @@ TEST_F(SameFile, a_reference_too_large_or_unreadable_matches_nothing) {
   EXPECT_FALSE(missing.matches(path));
 }
 
-}  // namespace
+}  // namespace same_file_test
 }  // namespace orrery

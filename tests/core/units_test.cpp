@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace orrery {
-namespace {
+namespace units_test {
 
 TEST(ParseBytes, plain_integers_are_bytes) {
   EXPECT_EQ(*parse_bytes("1048576"), 1048576u);
@@ -45,5 +45,5 @@ TEST(FormatBytes, picks_the_largest_binary_unit) {
   EXPECT_EQ(format_bytes(3ull << 30), "3.00 GiB");
 }
 
-}  // namespace
+}  // namespace units_test
 }  // namespace orrery

@@ -12,7 +12,7 @@
   GTEST_SKIP() << "no " ORRERY_SHARED_DATA_DIR
 
 namespace orrery::design {
-namespace {
+namespace libra_input_test {
 
 std::string libra_input(const std::string& relative) {
   return std::string(ORRERY_SHARED_DATA_DIR) + "/astra-sim+libra/inputs/" + relative;
@@ -186,5 +186,5 @@ workload: []
       << problem2.error().message();
 }
 
-}  // namespace
+}  // namespace libra_input_test
 }  // namespace orrery::design

@@ -4,7 +4,7 @@
 #include "design/libra_model.h"
 
 namespace orrery::design {
-namespace {
+namespace libra_model_test {
 
 TEST(LibraTraffic, all_reduce_walks_dimensions_dividing_the_chunk) {
   // 2 S (n-1)/n in each dimension, S shrinking by n: S = 1200, groups 4 x 3.
@@ -82,5 +82,5 @@ TEST(LibraModel, switch_dimension_without_nic_cost_is_an_error) {
   EXPECT_NE(model.error().message().find("'B'"), std::string::npos) << model.error().message();
 }
 
-}  // namespace
+}  // namespace libra_model_test
 }  // namespace orrery::design

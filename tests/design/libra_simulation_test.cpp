@@ -22,7 +22,7 @@
   GTEST_SKIP() << "no " ORRERY_SHARED_DATA_DIR
 
 namespace orrery::design {
-namespace {
+namespace libra_simulation_test {
 
 std::string libra_input(const std::string& relative) {
   return std::string(ORRERY_SHARED_DATA_DIR) + "/astra-sim+libra/inputs/" + relative;
@@ -173,5 +173,5 @@ TEST(LibraSimulation, partial_dimensions_it_cannot_split_are_refused_with_the_re
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace libra_simulation_test
 }  // namespace orrery::design

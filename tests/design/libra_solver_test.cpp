@@ -16,7 +16,7 @@
   GTEST_SKIP() << "no " ORRERY_SHARED_DATA_DIR
 
 namespace orrery::design {
-namespace {
+namespace libra_solver_test {
 
 LinearConstraint constraint(const std::string& text, size_t dims) {
   Expected<LinearConstraint> c = parse_constraint(text, dims);
@@ -327,5 +327,5 @@ TEST(LibraSolver, same_problem_gives_bit_identical_answers) {
   EXPECT_EQ(a->certificate.lower_bound_ns, b->certificate.lower_bound_ns);
 }
 
-}  // namespace
+}  // namespace libra_solver_test
 }  // namespace orrery::design

@@ -26,7 +26,7 @@
   GTEST_SKIP() << "no " ORRERY_SHARED_DATA_DIR
 
 namespace orrery::design {
-namespace {
+namespace libra_workload_test {
 
 std::vector<Dimension> network(std::initializer_list<uint32_t> sizes) {
   std::vector<Dimension> dims;
@@ -338,5 +338,5 @@ TEST(LibraWorkload, real_stg_traces_put_tensor_and_data_groups_on_their_dimensio
   EXPECT_EQ(derived->timed_by_duration, 0u);
 }
 
-}  // namespace
+}  // namespace libra_workload_test
 }  // namespace orrery::design

@@ -8,7 +8,7 @@
 #include <cmath>
 
 namespace orrery::design {
-namespace {
+namespace shard_model_test {
 
 using gen::ShardingType;
 
@@ -303,5 +303,5 @@ TEST(ShardModel, options_enumerate_types_and_kernels) {
   EXPECT_REL(options[2].total_perf(), 2 * options[2].perfs[0].total());
 }
 
-}  // namespace
+}  // namespace shard_model_test
 }  // namespace orrery::design

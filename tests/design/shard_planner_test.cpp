@@ -12,7 +12,7 @@
 #include "design/shard_input.h"
 
 namespace orrery::design {
-namespace {
+namespace shard_planner_test {
 
 using gen::ShardingType;
 
@@ -312,5 +312,5 @@ TEST(ShardInput, dlrm_presets_give_tables_and_dense_bytes) {
   EXPECT_EQ(tables.dense_parameter_bytes, 2368897u * 4);
 }
 
-}  // namespace
+}  // namespace shard_planner_test
 }  // namespace orrery::design

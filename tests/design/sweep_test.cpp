@@ -15,7 +15,7 @@
 #include "design/sweep_store.h"
 
 namespace orrery::design {
-namespace {
+namespace sweep_test {
 
 const std::string kSmall = std::string(ORRERY_TEST_DATA_DIR) + "/sweep/small.yml";
 
@@ -244,5 +244,5 @@ TEST(Sweep, BadFilesNameFileLineAndKey) {
   EXPECT_NE(model.error().message().find("gpt9"), std::string::npos) << model.error().message();
 }
 
-}  // namespace
+}  // namespace sweep_test
 }  // namespace orrery::design

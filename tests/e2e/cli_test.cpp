@@ -4,7 +4,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace cli_test {
 
 TEST(Cli, version_names_the_program) {
   const CommandResult result = run_orrery({"--version"});
@@ -25,5 +25,5 @@ TEST(Cli, unknown_verb_fails) {
   EXPECT_NE(result.exit_code, 0);
 }
 
-}  // namespace
+}  // namespace cli_test
 }  // namespace orrery

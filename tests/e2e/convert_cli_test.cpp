@@ -10,7 +10,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace convert_cli_test {
 
 using test::TempDir;
 
@@ -238,5 +238,5 @@ TEST(ConvertCli, profiler_array_form_and_gloo_all_reduces_convert) {
   EXPECT_EQ(run_orrery({"trace", "validate", "--strict", dir.file("out/ddp")}).exit_code, 0);
 }
 
-}  // namespace
+}  // namespace convert_cli_test
 }  // namespace orrery

@@ -11,7 +11,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace gen_cli_test {
 
 using test::TempDir;
 
@@ -115,5 +115,5 @@ TEST(GenCli, microbench_missing_required_flags_is_a_usage_error) {
   EXPECT_NE(no_generator.exit_code, 0);
 }
 
-}  // namespace
+}  // namespace gen_cli_test
 }  // namespace orrery

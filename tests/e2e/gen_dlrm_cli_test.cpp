@@ -10,7 +10,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace gen_dlrm_cli_test {
 
 using test::TempDir;
 
@@ -145,5 +145,5 @@ TEST(TraceRescaleCli, llm_traces_rescaled_from_dp_2_to_8_validate_and_run) {
                        "--from-dp 3 does not divide the 8 ranks");
 }
 
-}  // namespace
+}  // namespace gen_dlrm_cli_test
 }  // namespace orrery

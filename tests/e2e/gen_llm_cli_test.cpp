@@ -11,7 +11,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace gen_llm_cli_test {
 
 using test::TempDir;
 
@@ -155,5 +155,5 @@ TEST(GenLlmCli, inference_traces_validate_and_report_the_kv_cache) {
   EXPECT_EQ(validate.exit_code, 0) << validate.out << validate.err;
 }
 
-}  // namespace
+}  // namespace gen_llm_cli_test
 }  // namespace orrery

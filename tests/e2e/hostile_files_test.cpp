@@ -11,7 +11,7 @@
 #include "e2e/measured_run.h"
 
 namespace orrery {
-namespace {
+namespace hostile_files_test {
 
 using test::TempDir;
 
@@ -116,5 +116,5 @@ TEST_F(HostileFiles, host_traces_with_parent_cycles_or_missing_parents_are_named
   EXPECT_EQ(said.find("(parent 1)"), std::string::npos) << said;
 }
 
-}  // namespace
+}  // namespace hostile_files_test
 }  // namespace orrery

@@ -15,7 +15,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace hostile_input_test {
 
 using test::TempDir;
 
@@ -339,7 +339,8 @@ TEST_F(HostileInput, usage_errors_exit_1_and_name_the_unknown_verb) {
 TEST_F(HostileInput, listings_and_flags_say_what_the_readme_says) {
   const Measured models = run({"gen", "dlrm", "--list-models"});
   ASSERT_EQ(models.exit_code, 0);
-  EXPECT_NE(models.out.find("dlrm-kaggle      26    16      6,432,181         1 "), std::string::npos)
+  EXPECT_NE(models.out.find("dlrm-kaggle      26    16      6,432,181         1 "),
+            std::string::npos)
       << models.out;
   const Measured list = run({"topo", "generate", "--list"});
   ASSERT_EQ(list.exit_code, 0);
@@ -355,5 +356,5 @@ TEST_F(HostileInput, listings_and_flags_say_what_the_readme_says) {
   EXPECT_NE(help.out.find("--comm-groups"), std::string::npos) << help.out;
 }
 
-}  // namespace
+}  // namespace hostile_input_test
 }  // namespace orrery

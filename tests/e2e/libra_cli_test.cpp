@@ -18,7 +18,7 @@
   GTEST_SKIP() << "no " ORRERY_SHARED_DATA_DIR
 
 namespace orrery {
-namespace {
+namespace libra_cli_test {
 
 std::string libra_input(const std::string& relative) {
   return std::string(ORRERY_SHARED_DATA_DIR) + "/astra-sim+libra/inputs/" + relative;
@@ -285,5 +285,5 @@ TEST(LibraCli, bad_derived_workloads_are_one_clear_message) {
       << stray.err;
 }
 
-}  // namespace
+}  // namespace libra_cli_test
 }  // namespace orrery

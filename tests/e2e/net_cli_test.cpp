@@ -9,7 +9,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace net_cli_test {
 
 const std::string kNetworkDir = std::string(ORRERY_TEST_DATA_DIR) + "/network/";
 
@@ -145,11 +145,11 @@ TEST(NetCli, a_message_to_oneself_takes_no_time) {
   EXPECT_EQ(json_time_ns(result.out), 0);
 }
 
-}  // namespace
+}  // namespace net_cli_test
 }  // namespace orrery
 
 namespace orrery {
-namespace {
+namespace net_cli_test {
 
 TEST(NetCli, send_and_info_read_graph_topologies) {
   // A 2-leaf Clos: 200 Gb/s = 25e9 B/s everywhere, 5 us to the leaf, 12.5 us to the spine.
@@ -197,5 +197,5 @@ TEST(NetCli, send_and_info_read_graph_topologies) {
   std::filesystem::remove(clos);
 }
 
-}  // namespace
+}  // namespace net_cli_test
 }  // namespace orrery

@@ -36,7 +36,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace readme_examples_test {
 
 namespace fs = std::filesystem;
 
@@ -247,5 +247,5 @@ TEST(ReadmeExamples, every_marked_example_runs_and_prints_what_the_readme_says) 
   fs::remove_all(work.parent_path());
 }
 
-}  // namespace
+}  // namespace readme_examples_test
 }  // namespace orrery

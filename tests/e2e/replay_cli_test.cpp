@@ -13,7 +13,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace replay_cli_test {
 
 using test::TempDir;
 
@@ -162,5 +162,5 @@ TEST(ReplayCli, one_rank_of_a_set_alone) {
   EXPECT_NEAR(job.at("coverage_by_count").get<double>(), 88.0 / 90.0, 1e-12);
 }
 
-}  // namespace
+}  // namespace replay_cli_test
 }  // namespace orrery

@@ -19,7 +19,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace report_cli_test {
 
 using test::TempDir;
 
@@ -253,5 +253,5 @@ TEST(ReportCliBadInput, a_result_with_a_mistyped_key) {
                  dir.file("bad.json") + ": ranks[2].compute_ns: expected a number, found a string");
 }
 
-}  // namespace
+}  // namespace report_cli_test
 }  // namespace orrery

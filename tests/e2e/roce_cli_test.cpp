@@ -12,7 +12,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace roce_cli_test {
 
 class RoceCli : public ::testing::Test {
  protected:
@@ -170,5 +170,5 @@ TEST_F(RoceCli, bad_configurations_are_refused_with_file_and_line) {
       << no_graph.err;
 }
 
-}  // namespace
+}  // namespace roce_cli_test
 }  // namespace orrery

@@ -10,7 +10,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace run_cli_test {
 
 using test::TempDir;
 
@@ -148,5 +148,5 @@ TEST(RunCliBadInput, a_missing_system_file) {
                  "/no/such/sys.json");
 }
 
-}  // namespace
+}  // namespace run_cli_test
 }  // namespace orrery

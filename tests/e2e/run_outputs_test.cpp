@@ -12,7 +12,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace run_outputs_test {
 
 using test::TempDir;
 
@@ -126,5 +126,5 @@ TEST(RunOutputs, csv_tables_hold_the_json_fields) {
   }
 }
 
-}  // namespace
+}  // namespace run_outputs_test
 }  // namespace orrery

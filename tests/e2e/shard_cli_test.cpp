@@ -13,7 +13,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace shard_cli_test {
 
 using test::TempDir;
 
@@ -167,5 +167,5 @@ TEST(ShardCli, infeasible_plan_names_the_table_and_missing_memory) {
                        "give the tables with --model");
 }
 
-}  // namespace
+}  // namespace shard_cli_test
 }  // namespace orrery

@@ -11,7 +11,7 @@
 #include "run_command.h"
 
 namespace orrery {
-namespace {
+namespace sweep_cli_test {
 
 const std::string kSmall = std::string(ORRERY_TEST_DATA_DIR) + "/sweep/small.yml";
 
@@ -89,5 +89,5 @@ TEST(SweepCli, BadFileNamesFileAndLine) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace sweep_cli_test
 }  // namespace orrery

@@ -10,7 +10,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace topo_cli_test {
 
 class TopoCli : public ::testing::Test {
  protected:
@@ -116,5 +116,5 @@ TEST_F(TopoCli, run_takes_a_graph_file_with_every_backend) {
   EXPECT_NE(refused.err.find("garnet"), std::string::npos) << refused.err;
 }
 
-}  // namespace
+}  // namespace topo_cli_test
 }  // namespace orrery

@@ -10,7 +10,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace trace_cli_test {
 
 using test::TempDir;
 
@@ -233,5 +233,5 @@ TEST(TraceCliBadInput, an_unknown_flag) {
   EXPECT_NE(result.err.find("frobnicate"), std::string::npos) << result.err;
 }
 
-}  // namespace
+}  // namespace trace_cli_test
 }  // namespace orrery

@@ -11,7 +11,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::gen {
-namespace {
+namespace dlrm_generator_test {
 
 using ChakraProtoMsg::ALL_GATHER;
 using ChakraProtoMsg::ALL_REDUCE;
@@ -256,5 +256,5 @@ TEST(DlrmPlan, bad_plans_name_the_flag) {
   EXPECT_EQ(*parse_sharding("row-wise"), Sharding::kRow);
 }
 
-}  // namespace
+}  // namespace dlrm_generator_test
 }  // namespace orrery::gen

@@ -13,7 +13,7 @@
 #include "gen/dlrm_generator.h"
 
 namespace orrery::gen {
-namespace {
+namespace dlrm_shard_plan_test {
 
 // 4 ranks on 2 hosts of 2. t0 TW on rank 1; t1 CW in two 16-column blocks on ranks 0 and 3; t2 RW;
 // t3 TWRW on host 1 (ranks 2, 3); t4 DP. fp32.
@@ -312,5 +312,5 @@ TEST(DlrmPlacement, plan_and_flags_must_agree) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace dlrm_shard_plan_test
 }  // namespace orrery::gen

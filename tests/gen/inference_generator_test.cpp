@@ -11,7 +11,7 @@
 #include "gen/memory_estimate.h"
 
 namespace orrery::gen {
-namespace {
+namespace inference_generator_test {
 
 using test::count_kind;
 using test::tiny_gpt;
@@ -120,5 +120,5 @@ TEST(Inference, bad_plans_name_the_flag) {
   EXPECT_CONTAINS(error(plan_of(1, 1, {8, 8}, {2}, 3)), "--micro-batches 3: expected 1 to the 2");
 }
 
-}  // namespace
+}  // namespace inference_generator_test
 }  // namespace orrery::gen

@@ -14,7 +14,7 @@
 #include "gen/memory_estimate.h"
 
 namespace orrery::gen {
-namespace {
+namespace llm_generator_test {
 
 using ChakraProtoMsg::ALL_GATHER;
 using ChakraProtoMsg::ALL_REDUCE;
@@ -469,5 +469,5 @@ TEST(LlmMemory, zero_stages_divide_states_and_1f1b_holds_p_minus_stage_micro_bat
   EXPECT_EQ(full - recomputed, 4 * (layer - input) - layer);
 }
 
-}  // namespace
+}  // namespace llm_generator_test
 }  // namespace orrery::gen

@@ -23,7 +23,7 @@
   GTEST_SKIP() << "no " ORRERY_SHARED_DATA_DIR
 
 namespace orrery::gen {
-namespace {
+namespace llm_run_test {
 
 using test::plan_of;
 using test::TempDir;
@@ -374,5 +374,5 @@ TEST(RescaleRun, symbolic_tensor_graph_dp2_tp2_pp2_rescaled_to_dp4_runs) {
   EXPECT_EQ(nodes, 2u * 784);  // every input rank twice
 }
 
-}  // namespace
+}  // namespace llm_run_test
 }  // namespace orrery::gen

@@ -14,7 +14,7 @@
 #include "chakra/validation.h"
 
 namespace orrery::gen {
-namespace {
+namespace microbench_test {
 
 namespace fs = std::filesystem;
 using chakra::TraceGraph;
@@ -250,5 +250,5 @@ TEST(Microbench, specs_that_cannot_be_written_are_errors) {
   EXPECT_FALSE(fs::exists(prefix + ".0.et"));
 }
 
-}  // namespace
+}  // namespace microbench_test
 }  // namespace orrery::gen

@@ -10,16 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "chakra/comm_groups.h"
 #include "chakra/trace_file.h"
 #include "gen/dlrm_generator.h"
 #include "gen/gen_test_support.h"
 #include "gen/llm_generator.h"
 #include "gen/rescale.h"
 #include "sim/sim_test_support.h"
-#include "chakra/comm_groups.h"
 
 namespace orrery::gen {
-namespace {
+namespace rescale_test {
 
 using test::plan_of;
 using test::TempDir;
@@ -254,5 +254,5 @@ TEST(Rescale, what_cannot_be_rescaled_is_refused_by_name) {
   EXPECT_CONTAINS(overwrite.error().message(), "would overwrite the input rank file");
 }
 
-}  // namespace
+}  // namespace rescale_test
 }  // namespace orrery::gen

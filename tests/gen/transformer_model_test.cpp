@@ -9,7 +9,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::gen {
-namespace {
+namespace transformer_model_test {
 
 using test::TempDir;
 
@@ -155,5 +155,5 @@ TEST(TransformerModel, bad_model_files_name_the_line_and_key) {
   EXPECT_CONTAINS(missing.error().message(), "nope.json: cannot open");
 }
 
-}  // namespace
+}  // namespace transformer_model_test
 }  // namespace orrery::gen

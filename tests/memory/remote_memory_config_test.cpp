@@ -7,7 +7,7 @@
 #include <string>
 
 namespace orrery::memory {
-namespace {
+namespace remote_memory_config_test {
 
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
@@ -159,5 +159,5 @@ TEST(RemoteMemoryConfig, top_level_syntax_and_missing_file_errors) {
   EXPECT_EQ(missing.error().message(), "/nonexistent/orrery/mem.json: cannot open");
 }
 
-}  // namespace
+}  // namespace remote_memory_config_test
 }  // namespace orrery::memory

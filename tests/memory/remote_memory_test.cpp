@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 namespace orrery::memory {
-namespace {
+namespace remote_memory_test {
 
 constexpr uint64_t kMiB = 1 << 20;
 constexpr int64_t kAccessNs = 21471;
@@ -128,5 +128,5 @@ TEST(RemoteMemory, two_memories_keep_their_own_queues) {
   EXPECT_EQ(access(second, 0, kMiB, ns(0)), ns(kAccessNs));
 }
 
-}  // namespace
+}  // namespace remote_memory_test
 }  // namespace orrery::memory

@@ -6,7 +6,7 @@
 #include "network/network_test_support.h"
 
 namespace orrery::net {
-namespace {
+namespace analytical_backend_test {
 
 using testing::Network;
 using testing::one_dimension_yaml;
@@ -99,5 +99,5 @@ TEST(AnalyticalBackend, statistics_follow_the_route_within_the_dimension) {
   }
 }
 
-}  // namespace
+}  // namespace analytical_backend_test
 }  // namespace orrery::net

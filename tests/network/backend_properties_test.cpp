@@ -15,7 +15,7 @@
 #include "network/network_test_support.h"
 
 namespace orrery::net {
-namespace {
+namespace backend_properties_test {
 
 using testing::expected_coordinates;
 using testing::expected_hops;
@@ -230,11 +230,11 @@ TEST(NetworkBackendFactory, unknown_backend_names_are_refused) {
   EXPECT_EQ(made.error().message(),
             "backend 'garnet' does not run on an ASTRA-sim network (expected analytical, "
             "congestion-aware or flow)");
-  const auto unknown = make_backend("garnet", engine, NetworkDescription{topology, nullptr});
+  const auto unknown = make_backend("garnet", engine, NetworkDescription{topology, nullptr, {}});
   ASSERT_FALSE(unknown.has_value());
   EXPECT_EQ(unknown.error().message(),
             "unknown network backend 'garnet' (expected analytical, congestion-aware, flow, roce)");
-  const auto roce = make_backend("roce", engine, NetworkDescription{topology, nullptr});
+  const auto roce = make_backend("roce", engine, NetworkDescription{topology, nullptr, {}});
   ASSERT_FALSE(roce.has_value());
   EXPECT_EQ(roce.error().message(),
             "the roce backend needs a graph topology file (docs/formats/topology.md), not an "
@@ -244,12 +244,12 @@ TEST(NetworkBackendFactory, unknown_backend_names_are_refused) {
   for (const BackendInfo& info : backends()) {
     if (!info.on_astra_networks) continue;
     ++on_astra;
-    const auto backend = make_backend(info.name, engine, NetworkDescription{topology, nullptr});
+    const auto backend = make_backend(info.name, engine, NetworkDescription{topology, nullptr, {}});
     ASSERT_TRUE(backend.has_value()) << info.name;
     EXPECT_EQ((*backend)->name(), info.name);
   }
   EXPECT_EQ(on_astra, 3u);
 }
 
-}  // namespace
+}  // namespace backend_properties_test
 }  // namespace orrery::net

@@ -6,7 +6,7 @@
 #include "network/network_test_support.h"
 
 namespace orrery::net {
-namespace {
+namespace bandwidth_test {
 
 TEST(Bandwidth, one_mebibyte_at_50_gbps_takes_19531_25_ns) {
   // 2^20 B / (50 * 2^30 B/s) = 1 / 51200 s = 19.53125 us, exactly.
@@ -52,5 +52,5 @@ TEST(Bandwidth, absurd_sizes_saturate_instead_of_overflowing) {
             Bandwidth::kMaxSerialization);
 }
 
-}  // namespace
+}  // namespace bandwidth_test
 }  // namespace orrery::net

@@ -8,7 +8,7 @@
 #include "network/network_test_support.h"
 
 namespace orrery::net {
-namespace {
+namespace congestion_aware_backend_test {
 
 using testing::Network;
 using testing::one_dimension_yaml;
@@ -217,5 +217,5 @@ TEST(CongestionAwareBackend, two_networks_in_one_process_are_independent) {
   EXPECT_EQ(second.deliveries.time.size(), 1u);
 }
 
-}  // namespace
+}  // namespace congestion_aware_backend_test
 }  // namespace orrery::net

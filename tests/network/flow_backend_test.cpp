@@ -13,7 +13,7 @@
 #include "network_test_support.h"
 
 namespace orrery::net {
-namespace {
+namespace flow_backend_test {
 
 constexpr double kGiB = 1073741824.0;
 
@@ -418,5 +418,5 @@ TEST(GraphAnalyticalBackend, messages_do_not_slow_each_other) {
   EXPECT_EQ(stats[2].messages, 2u);
 }
 
-}  // namespace
+}  // namespace flow_backend_test
 }  // namespace orrery::net

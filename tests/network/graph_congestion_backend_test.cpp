@@ -11,7 +11,7 @@
 #include "network_test_support.h"
 
 namespace orrery::net {
-namespace {
+namespace graph_congestion_backend_test {
 
 struct CaNet {
   explicit CaNet(std::shared_ptr<const Fabric> fabric, const Topology& logical)
@@ -92,5 +92,5 @@ TEST(GraphCongestion, astra_sim_networks_give_the_same_times_as_their_materializ
   }
 }
 
-}  // namespace
+}  // namespace graph_congestion_backend_test
 }  // namespace orrery::net

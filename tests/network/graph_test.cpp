@@ -11,7 +11,7 @@
 #include "network/graph_yaml.h"
 
 namespace orrery::net {
-namespace {
+namespace graph_test {
 
 Graph build(Expected<GraphSpec> spec) {
   EXPECT_TRUE(spec.has_value()) << (spec ? "" : spec.error().message());
@@ -393,5 +393,5 @@ TEST(GraphFile, a_generator_file_may_bring_its_own_logical_layout) {
             "are 128 NPUs");
 }
 
-}  // namespace
+}  // namespace graph_test
 }  // namespace orrery::net

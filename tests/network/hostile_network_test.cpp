@@ -11,7 +11,7 @@
 #include "network/yaml_text.h"
 
 namespace orrery::net {
-namespace {
+namespace hostile_network_test {
 
 std::string error_of(const std::string& text) {
   Expected<NetworkDescription> network = parse_network_yaml(text, "net.yml");
@@ -105,5 +105,5 @@ TEST(HostileNetwork, networks_beyond_two_to_the_24_ranks_are_refused_before_any_
             "(read)");
 }
 
-}  // namespace
+}  // namespace hostile_network_test
 }  // namespace orrery::net

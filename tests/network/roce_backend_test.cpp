@@ -14,7 +14,7 @@
 #include "network/network_test_support.h"
 
 namespace orrery::net {
-namespace {
+namespace roce_backend_test {
 
 // A switch `s` with one cable per NPU, every link `gbps` GB/s (2^30 B/s) and `latency`.
 GraphSpec star(uint32_t npus, uint64_t gbps, SimTime latency) {
@@ -473,5 +473,5 @@ TEST(RoceConfig, parses_every_section_and_rejects_bad_keys_with_file_and_line) {
   EXPECT_FALSE(load_roce_config("/nonexistent/cc.yaml").has_value());
 }
 
-}  // namespace
+}  // namespace roce_backend_test
 }  // namespace orrery::net

@@ -10,7 +10,7 @@
 #include "network/network_test_support.h"
 
 namespace orrery::net {
-namespace {
+namespace topology_test {
 
 using testing::expected_coordinates;
 using testing::expected_hops;
@@ -250,5 +250,5 @@ TEST(Topology, a_million_rank_topology_builds_in_well_under_a_second_and_a_few_b
   EXPECT_EQ(hops, 1 + 1 + 2);  // FC 0 -> 63, Ring 0 -> 127 (one step back), Switch up and down
 }
 
-}  // namespace
+}  // namespace topology_test
 }  // namespace orrery::net

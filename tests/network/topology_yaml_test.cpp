@@ -9,7 +9,7 @@
 #include "network/network_test_support.h"
 
 namespace orrery::net {
-namespace {
+namespace topology_yaml_test {
 
 const std::string kDataDir = std::string(ORRERY_TEST_DATA_DIR) + "/network/";
 
@@ -202,5 +202,5 @@ TEST(TopologyYaml, a_missing_file_is_an_io_error) {
   EXPECT_EQ(load_topology_file(kDataDir).error().kind(), ErrorKind::kIo);
 }
 
-}  // namespace
+}  // namespace topology_yaml_test
 }  // namespace orrery::net

@@ -8,7 +8,7 @@
 #include "partition/assignment.h"
 
 namespace orrery::partition {
-namespace {
+namespace assignment_test {
 
 Matrix random_matrix(int64_t rows, int64_t cols, std::mt19937_64& rng, bool integers) {
   std::uniform_real_distribution<double> real(-10.0, 10.0);
@@ -138,5 +138,5 @@ TEST(ContiguousPlacement, gives_the_first_workers_the_extra_units) {
   EXPECT_EQ(contiguous_placement(3, 1), (std::vector<int32_t>{0, 0, 0}));
 }
 
-}  // namespace
+}  // namespace assignment_test
 }  // namespace orrery::partition

@@ -5,7 +5,7 @@
 #include "partition/model.h"
 
 namespace orrery::partition {
-namespace {
+namespace model_test {
 
 Layer conv(int64_t out, int64_t in, int64_t k, int64_t stride, int64_t pad, double seed) {
   Layer l;
@@ -138,5 +138,5 @@ TEST(Dataset, accuracy_counts_argmax_hits) {
   EXPECT_DOUBLE_EQ(accuracy(scores, {1, 1, 0}), 2.0 / 3.0);  // a tie goes to class 0
 }
 
-}  // namespace
+}  // namespace model_test
 }  // namespace orrery::partition

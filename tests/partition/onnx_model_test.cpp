@@ -8,7 +8,7 @@
 #include "partition/reference.h"
 
 namespace orrery::partition {
-namespace {
+namespace onnx_model_test {
 
 TEST(OnnxModel, the_exported_cnn_reproduces_pytorchs_logits_and_accuracy) {
   Expected<Model> model = read_onnx_model(partition_data("digits_cnn.onnx"));
@@ -40,5 +40,5 @@ TEST(OnnxModel, files_that_are_not_models_are_errors_naming_the_file) {
   EXPECT_EQ(missing.error().message(), "/nonexistent/m.onnx: cannot open");
 }
 
-}  // namespace
+}  // namespace onnx_model_test
 }  // namespace orrery::partition

@@ -13,7 +13,7 @@
 #include "partition/reference.h"
 
 namespace orrery::partition {
-namespace {
+namespace partition_cli_test {
 
 std::vector<std::string> small_model_args(int workers) {
   return {"partition",
@@ -143,5 +143,5 @@ TEST(PartitionCli, bad_inputs_exit_1_with_one_message_naming_the_file) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace partition_cli_test
 }  // namespace orrery::partition

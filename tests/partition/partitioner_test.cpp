@@ -13,7 +13,7 @@
 #include "partition/study.h"
 
 namespace orrery::partition {
-namespace {
+namespace partitioner_test {
 
 Matrix gaussian(int64_t rows, int64_t cols, std::mt19937_64& rng, double scale = 1.0) {
   std::normal_distribution<double> normal(0.0, scale);
@@ -307,5 +307,5 @@ TEST(InferenceTrace, traces_carry_each_layers_sends_receives_and_compute_and_val
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace partitioner_test
 }  // namespace orrery::partition

@@ -8,7 +8,7 @@
 #include "partition/sparse_fit.h"
 
 namespace orrery::partition {
-namespace {
+namespace sparse_fit_test {
 
 Matrix gaussian(int64_t rows, int64_t cols, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -166,5 +166,5 @@ TEST(WorkerFit, greedy_choice_is_the_best_subset_on_orthogonal_inputs) {
   EXPECT_NEAR(fit.loss(0), best_pair, 1e-9 * (1.0 + best_pair));
 }
 
-}  // namespace
+}  // namespace sparse_fit_test
 }  // namespace orrery::partition

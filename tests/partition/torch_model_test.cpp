@@ -8,7 +8,7 @@
 #include "partition/reference.h"
 
 namespace orrery::partition {
-namespace {
+namespace torch_model_test {
 
 TEST(TorchModel, a_scripted_float16_mlp_reproduces_pytorchs_logits_and_accuracy) {
   Expected<Model> model = read_model(partition_data("digits_mlp.pt"));
@@ -70,5 +70,5 @@ TEST(TorchModel, bad_files_are_errors_naming_the_file) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace torch_model_test
 }  // namespace orrery::partition

@@ -9,7 +9,7 @@
 #include "replay_test_support.h"
 
 namespace orrery::replay {
-namespace {
+namespace executor_test {
 
 struct Replayed {
   ReplayPlan plan;
@@ -174,5 +174,5 @@ TEST(ReplayExecutor, what_cannot_be_built_or_run_is_named) {
   EXPECT_EQ(changes.at("tensors on cuda:0 made cpu tensors"), 7u);
 }
 
-}  // namespace
+}  // namespace executor_test
 }  // namespace orrery::replay

@@ -11,7 +11,7 @@
 #include "replay_test_support.h"
 
 namespace orrery {
-namespace {
+namespace mpi_replay_test {
 
 std::string mpirun_path() {
   for (const char* candidate : {"/usr/bin/mpirun", "/usr/local/bin/mpirun"}) {
@@ -54,5 +54,5 @@ TEST(ReplayMpi, two_processes_replay_ddp_with_real_all_reduces) {
   EXPECT_EQ(nlohmann::json::parse(read_whole_file(dir.file("ddp.json"))), job);
 }
 
-}  // namespace
+}  // namespace mpi_replay_test
 }  // namespace orrery

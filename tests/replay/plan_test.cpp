@@ -9,7 +9,7 @@
 #include "replay_test_support.h"
 
 namespace orrery::replay {
-namespace {
+namespace plan_test {
 
 ReplayPlan plan_of(const std::string& path, PlanOptions options = {}) {
   Expected<convert::HostTrace> host = convert::read_host_trace(path);
@@ -285,5 +285,5 @@ TEST(ReplayPlan, matrix_and_convolution_flops_from_the_shapes) {
                                          2ull * 16 * 64 * 16 * 16 * 32 * 9}));
 }
 
-}  // namespace
+}  // namespace plan_test
 }  // namespace orrery::replay

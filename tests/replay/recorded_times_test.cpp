@@ -6,7 +6,7 @@
 #include "replay_test_support.h"
 
 namespace orrery::replay {
-namespace {
+namespace recorded_times_test {
 
 TEST(RecordedTimes, longest_common_subsequence_of_small_sequences) {
   using Pairs = std::vector<std::pair<size_t, size_t>>;
@@ -90,5 +90,5 @@ TEST(RecordedTimes, gpu_work_of_a_kineto_trace) {
   EXPECT_GT(gpu, 1000.0);
 }
 
-}  // namespace
+}  // namespace recorded_times_test
 }  // namespace orrery::replay

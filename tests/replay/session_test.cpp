@@ -5,7 +5,7 @@
 #include "replay_test_support.h"
 
 namespace orrery::replay {
-namespace {
+namespace session_test {
 
 ReplayPlan ddp_plan(int rank) {
   Expected<convert::HostTrace> host = convert::read_host_trace(
@@ -89,5 +89,5 @@ TEST(ReplaySession, ranks_that_disagree_are_named_before_anything_runs) {
   EXPECT_TRUE(agreed) << agreed.error().message();
 }
 
-}  // namespace
+}  // namespace session_test
 }  // namespace orrery::replay

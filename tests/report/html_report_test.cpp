@@ -16,7 +16,7 @@
 #include "system/collective.h"
 
 namespace orrery::report {
-namespace {
+namespace html_report_test {
 
 using nlohmann::json;
 
@@ -492,5 +492,5 @@ TEST(ReadJsonFile, a_number_beyond_a_double_is_an_error_not_a_crash) {
   EXPECT_EQ(overflow.error().message(), path + ": not JSON: number overflow parsing '1e999'");
 }
 
-}  // namespace
+}  // namespace html_report_test
 }  // namespace orrery::report

@@ -4,7 +4,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::sim {
-namespace {
+namespace breakdown_test {
 
 Expected<RunResult> run_ranks(const std::vector<std::vector<ChakraProtoMsg::Node>>& ranks,
                               const std::string& network) {
@@ -116,5 +116,5 @@ TEST(LinkBytes, a_ring_all_reduce_puts_2_s_n_minus_1_bytes_evenly_on_the_ring) {
               1e-6);
 }
 
-}  // namespace
+}  // namespace breakdown_test
 }  // namespace orrery::sim

@@ -10,7 +10,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::sim {
-namespace {
+namespace calibration_test {
 
 using gen::MicrobenchKind;
 using test::MicroRun;
@@ -36,6 +36,11 @@ const Figure kFigures[] = {
     {"FullyConnected", "direct", MicrobenchKind::kAllToAll, {4520, 158328, 2502080}, true},
     {"Switch", "ring", MicrobenchKind::kAllReduce, {92440, 2354112, 36818164}, false},
 };
+
+// A readable, stable test name (the default prints the struct's bytes, pointers included).
+void PrintTo(const Figure& figure, std::ostream* os) {
+  *os << figure.topology << " " << figure.algorithm << " " << static_cast<int>(figure.kind);
+}
 
 class CalibrationTable : public ::testing::TestWithParam<Figure> {};
 
@@ -142,5 +147,5 @@ TEST(PublicExamples, the_shipped_microbenchmark_files_give_the_table_figures) {
   }
 }
 
-}  // namespace
+}  // namespace calibration_test
 }  // namespace orrery::sim

@@ -7,7 +7,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::sim {
-namespace {
+namespace closed_form_test {
 
 using gen::MicrobenchKind;
 using test::MicroRun;
@@ -177,5 +177,5 @@ TEST(ClosedForm, barrier_takes_log2_n_rounds_of_one_byte) {
             3 * message_ps(1, kB, kLat));
 }
 
-}  // namespace
+}  // namespace closed_form_test
 }  // namespace orrery::sim

@@ -5,7 +5,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::sim {
-namespace {
+namespace executor_test {
 
 class Executor : public ::testing::Test {
  protected:
@@ -219,5 +219,5 @@ TEST_F(Executor, double_binary_tree_all_reduce_completes_on_every_rank) {
   EXPECT_GE(tree->end, SimTime::from_ns(4 * 6 * 500));
 }
 
-}  // namespace
+}  // namespace executor_test
 }  // namespace orrery::sim

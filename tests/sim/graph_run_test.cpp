@@ -6,7 +6,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery {
-namespace {
+namespace graph_run_test {
 
 using gen::MicrobenchKind;
 
@@ -177,5 +177,5 @@ TEST(GraphRuns, an_unknown_backend_lists_the_registry) {
             "unknown network backend 'garnet' (expected analytical, congestion-aware, flow, roce)");
 }
 
-}  // namespace
+}  // namespace graph_run_test
 }  // namespace orrery

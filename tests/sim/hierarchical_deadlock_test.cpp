@@ -19,7 +19,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery {
-namespace {
+namespace hierarchical_deadlock_test {
 
 using test::TempDir;
 
@@ -84,5 +84,5 @@ TEST(HierarchicalAllReduce, DISABLED_two_chunks_finish_with_a_late_rank) {
   }
 }
 
-}  // namespace
+}  // namespace hierarchical_deadlock_test
 }  // namespace orrery

@@ -6,7 +6,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::sim {
-namespace {
+namespace in_switch_test {
 
 using gen::MicrobenchKind;
 
@@ -117,5 +117,5 @@ TEST(InSwitch, a_dimension_without_a_switch_is_refused) {
       << result.error().message();
 }
 
-}  // namespace
+}  // namespace in_switch_test
 }  // namespace orrery::sim

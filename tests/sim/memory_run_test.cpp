@@ -11,7 +11,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::sim {
-namespace {
+namespace memory_run_test {
 
 using ChakraProtoMsg::Node;
 
@@ -294,5 +294,5 @@ TEST(MemoryRunStg, the_llama_example_has_a_plausible_peak_equal_across_symmetric
   EXPECT_EQ(over, 8);
 }
 
-}  // namespace
+}  // namespace memory_run_test
 }  // namespace orrery::sim

@@ -5,7 +5,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::sim {
-namespace {
+namespace run_test {
 
 std::string data(const std::string& relative) { return test::test_data(relative); }
 
@@ -304,5 +304,5 @@ TEST(BadRunInputs, an_unknown_algorithm_names_file_line_and_key) {
   EXPECT_NE(result.error().message().find("spiral"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace run_test
 }  // namespace orrery::sim

@@ -8,7 +8,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::sim {
-namespace {
+namespace symmetry_test {
 
 struct Case {
   std::string network;
@@ -254,5 +254,5 @@ TEST(Symmetry, uniform_runs_every_rank_on_one_trace) {
   EXPECT_EQ(result->rank_results[1023].finish, result->end);
 }
 
-}  // namespace
+}  // namespace symmetry_test
 }  // namespace orrery::sim

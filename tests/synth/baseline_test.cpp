@@ -6,7 +6,7 @@
 #include "synth_test_support.h"
 
 namespace orrery::synth {
-namespace {
+namespace baseline_test {
 
 TEST(Baseline, depth_buckets_double) {
   EXPECT_EQ(depth_bucket(0), 0u);
@@ -83,5 +83,5 @@ TEST(Baseline, bad_json_is_an_error) {
   EXPECT_NE(bad.error().message().find("baseline"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace baseline_test
 }  // namespace orrery::synth

@@ -4,7 +4,7 @@
 #include "synth_test_support.h"
 
 namespace orrery::synth {
-namespace {
+namespace codebook_test {
 
 TEST(Quantizer, few_distinct_values_get_a_bin_each_and_decode_exactly) {
   const Quantizer q = Quantizer::fit({0, 1024, 4096, 1024, 0, 65536}, 8);
@@ -88,5 +88,5 @@ TEST(Codebook, decoding_drops_magnitudes_the_kind_does_not_use) {
   EXPECT_EQ(dropped, 2u);
 }
 
-}  // namespace
+}  // namespace codebook_test
 }  // namespace orrery::synth

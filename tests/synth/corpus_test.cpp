@@ -11,7 +11,7 @@
 #include "synth/model_file.h"
 
 namespace orrery::synth {
-namespace {
+namespace corpus_test {
 
 namespace fs = std::filesystem;
 
@@ -126,5 +126,5 @@ TEST(ModelFile, round_trips_and_names_what_is_wrong) {
   EXPECT_NE(cut.error().message().find("truncated in the values of tensor 'b'"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace corpus_test
 }  // namespace orrery::synth

@@ -6,7 +6,7 @@
 #include "synth/diffusion.h"
 
 namespace orrery::synth {
-namespace {
+namespace diffusion_test {
 
 TEST(Diffusion, cosine_schedule_runs_from_clean_to_pure_marginal) {
   const NoiseSchedule schedule = NoiseSchedule::cosine(16);
@@ -79,5 +79,5 @@ TEST(Diffusion, edge_marginal_is_the_mean_in_degree_over_the_candidates) {
   EXPECT_DOUBLE_EQ(edge_marginal(1.0, 0), 0.0);
 }
 
-}  // namespace
+}  // namespace diffusion_test
 }  // namespace orrery::synth

@@ -7,7 +7,7 @@
 #include "synth_test_support.h"
 
 namespace orrery::synth {
-namespace {
+namespace layerdag_test {
 
 // A small corpus: chains of compute nodes of different lengths ending in an all-reduce, and
 // two-wide ladders; labels = scaled length.
@@ -223,5 +223,5 @@ TEST(Surrogate, learns_a_quantity_that_grows_with_the_graph) {
   EXPECT_GT(pearson(predicted, expected), 0.8);
 }
 
-}  // namespace
+}  // namespace layerdag_test
 }  // namespace orrery::synth

@@ -4,7 +4,7 @@
 #include "synth_test_support.h"
 
 namespace orrery::synth {
-namespace {
+namespace layers_test {
 
 using test::compute;
 using test::make_dag;
@@ -107,5 +107,5 @@ TEST(Layers, chained_windows_meet_at_a_metadata_node) {
   EXPECT_EQ(kahn_levels(chained), (std::vector<uint32_t>{0, 0, 1, 2, 3}));
 }
 
-}  // namespace
+}  // namespace layers_test
 }  // namespace orrery::synth

@@ -6,7 +6,7 @@
 #include "synth_test_support.h"
 
 namespace orrery::synth {
-namespace {
+namespace metrics_test {
 
 TEST(Metrics, wasserstein_of_shifted_samples_is_the_shift) {
   EXPECT_NEAR(wasserstein1({1, 2, 3}, {3, 4, 5}), 2.0, 1e-12);
@@ -51,5 +51,5 @@ TEST(Metrics, statistics_of_a_small_graph) {
   EXPECT_DOUBLE_EQ(stats.at("depth")[2], 1.0);
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace orrery::synth

@@ -11,7 +11,7 @@
 #include "synth/synthesizer.h"
 
 namespace orrery::synth {
-namespace {
+namespace synthesizer_test {
 
 namespace fs = std::filesystem;
 
@@ -164,5 +164,5 @@ TEST(Synthesizer, the_command_line_names_what_is_wrong) {
   EXPECT_NE(heads.err.find("--hidden 30 is not a multiple of --heads 4"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace synthesizer_test
 }  // namespace orrery::synth

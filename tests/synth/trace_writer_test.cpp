@@ -2,16 +2,16 @@
 
 #include <filesystem>
 
+#include "chakra/comm_groups.h"
 #include "chakra/trace_builder.h"
 #include "chakra/trace_file.h"
 #include "chakra/validation.h"
 #include "synth/simulate.h"
 #include "synth/trace_writer.h"
 #include "synth_test_support.h"
-#include "chakra/comm_groups.h"
 
 namespace orrery::synth {
-namespace {
+namespace trace_writer_test {
 
 using test::collective;
 using test::compute;
@@ -119,5 +119,5 @@ TEST(TraceWriter, a_group_shape_that_does_not_fit_runs_on_the_whole_job) {
   EXPECT_EQ(graph->find_attribute(0, "pg_name"), nullptr);
 }
 
-}  // namespace
+}  // namespace trace_writer_test
 }  // namespace orrery::synth

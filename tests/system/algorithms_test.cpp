@@ -15,7 +15,7 @@
 #include "system/collective_engine.h"
 
 namespace orrery::sys {
-namespace {
+namespace algorithms_test {
 
 __extension__ using int128 = __int128;
 
@@ -375,5 +375,5 @@ TEST(PeerModel, EveryMessageAsksTheModel) {
   EXPECT_EQ(peers->shifts, outcome.messages);  // ring steps are shifts
 }
 
-}  // namespace
+}  // namespace algorithms_test
 }  // namespace orrery::sys

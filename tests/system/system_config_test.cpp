@@ -12,7 +12,7 @@
 #include "chakra/trace_builder.h"
 
 namespace orrery::sys {
-namespace {
+namespace system_config_test {
 
 namespace fs = std::filesystem;
 using test::TempDir;
@@ -452,5 +452,5 @@ TEST(SystemConfig, syntax_errors_and_missing_files_are_named) {
   EXPECT_CONTAINS(missing.error().message(), "/nonexistent/orrery/sys.json: cannot open");
 }
 
-}  // namespace
+}  // namespace system_config_test
 }  // namespace orrery::sys

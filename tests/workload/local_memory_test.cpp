@@ -7,7 +7,7 @@
 #include "chakra/trace_builder.h"
 
 namespace orrery::workload {
-namespace {
+namespace local_memory_test {
 
 using chakra::TraceGraph;
 using ChakraProtoMsg::Node;
@@ -278,5 +278,5 @@ TEST(LocalMemory, malformed_tensor_lists_are_errors_naming_the_node) {
   EXPECT_NE(error_of(not_a_list).find("node 10"), std::string::npos) << error_of(not_a_list);
 }
 
-}  // namespace
+}  // namespace local_memory_test
 }  // namespace orrery::workload
