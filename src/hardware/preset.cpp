@@ -165,11 +165,14 @@ Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) 
       !s) {
     return s;
   }
-  ORRERY_TRY(out.launch_us, in.number(map, w, "launch_us", 0, 1e6));
-  ORRERY_TRY(out.channels, in.whole(map, w, "channels", 1, 64));
-  ORRERY_TRY(out.ring_efficiency, in.number(map, w, "ring_efficiency", 0.01, 1));
-  ORRERY_TRY(out.ll_fraction, in.number(map, w, "ll_fraction", 0, 1, false, 0));
-  ORRERY_TRY(out.ll128_channel_gbps, in.number(map, w, "ll128_channel_gbps", 0.001, 1e6));
+  // Every key is optional: what a file leaves out keeps sys::NcclTuning's default.
+  ORRERY_TRY(out.launch_us, in.number(map, w, "launch_us", 0, 1e6, false, out.launch_us));
+  ORRERY_TRY(out.channels, in.whole(map, w, "channels", 1, 64, false, out.channels));
+  ORRERY_TRY(out.ring_efficiency,
+             in.number(map, w, "ring_efficiency", 0.01, 1, false, out.ring_efficiency));
+  ORRERY_TRY(out.ll_fraction, in.number(map, w, "ll_fraction", 0, 1, false, out.ll_fraction));
+  ORRERY_TRY(out.ll128_channel_gbps,
+             in.number(map, w, "ll128_channel_gbps", 0.001, 1e6, false, out.ll128_channel_gbps));
   if (Status s = in.triple(map, w, "nvlink_hop_us", 0, 1e6, out.nvlink_hop_us); !s) return s;
   if (Status s = in.triple(map, w, "net_hop_us", 0, 1e6, out.net_hop_us); !s) return s;
   ORRERY_TRY(out.nvls_efficiency,

@@ -9,12 +9,13 @@ namespace {
 
 // NCCL's public tuning constants (us), by protocol LL, LL128, Simple: the base latency of a ring
 // and of a tree, and the latency of one step over NVLink and over the network. These drive the
-// choice only (see the header); what the machine takes is NcclTuning's.
+// choice only (see the header); what the machine takes is NcclTuning's. NVLS's latency, whose
+// constants change much between NCCL versions (and with the channels NCCL gives NVLS), is the
+// tuning's in both.
 constexpr double kRingBase[3] = {3.6, 10.0, 8.4};
 constexpr double kTreeBase[3] = {4.4, 4.4, 8.4};
 constexpr double kNvlinkHop[3] = {0.47, 1.9, 3.4};
 constexpr double kNetHop[3] = {2.7, 4.0, 9.6};
-constexpr double kNvlsLatency = 25.0;
 // NCCL's bandwidth rules: LL moves 4 data bytes per 8-byte store and more flag traffic across
 // nodes; LL128 carries 120 data bytes per 128-byte line; a tree pipelines at 90% of a ring.
 constexpr double kLL128Derate = 0.92;
@@ -62,7 +63,8 @@ struct Bandwidths {
   double direct;  // all-to-all bus bandwidth
 };
 
-Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tuning) {
+Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tuning,
+                      bool choice) {
   Bandwidths bw{};
   const bool multi = fabric.nodes > 1;
   const double net = fabric.net_gbps * tuning.net_efficiency;
@@ -71,7 +73,9 @@ Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tun
   // a node together.
   if (multi) simple = std::min(simple, net);
   const bool quarter = multi || op == NcclOp::kAllReduce || op == NcclOp::kReduce;
-  const double ll = tuning.ll_fraction > 0 ? tuning.ll_fraction : (quarter ? 0.25 : 1.0 / 3.0);
+  // NCCL's rule for the choice; what LL achieves, when the tuning says, for the time.
+  const double nccl_ll = quarter ? 0.25 : 1.0 / 3.0;
+  const double ll = !choice && tuning.ll_fraction > 0 ? tuning.ll_fraction : nccl_ll;
   bw.ring[0] = simple * ll;
   bw.ring[1] = std::min(simple * kLL128Derate, tuning.ll128_channel_gbps * tuning.channels);
   bw.ring[2] = simple;
@@ -94,7 +98,7 @@ Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tun
 
 void add_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const NcclTuning& tuning,
                     const Latencies& lat, bool predicted, std::vector<NcclEstimate>& out) {
-  const Bandwidths bw = bandwidths(op, fabric, tuning);
+  const Bandwidths bw = bandwidths(op, fabric, tuning, predicted);
   const uint32_t n = fabric.ranks;
   const uint32_t nodes = std::max(fabric.nodes, 1u);
   const bool multi = nodes > 1;
@@ -208,7 +212,7 @@ std::vector<NcclEstimate> nccl_candidates(NcclOp op, uint64_t bytes, const NcclF
                                           const NcclTuning& tuning) {
   std::vector<NcclEstimate> out;
   if (fabric.ranks <= 1) return out;
-  const Latencies choice{0.0, kRingBase, kTreeBase, kNvlinkHop, kNetHop, kNvlsLatency};
+  const Latencies choice{0.0, kRingBase, kTreeBase, kNvlinkHop, kNetHop, tuning.nvls_latency_us};
   const Latencies machine{tuning.launch_us,     kRingBase,         kTreeBase,
                           tuning.nvlink_hop_us, tuning.net_hop_us, tuning.nvls_latency_us};
   add_candidates(op, bytes, fabric, tuning, choice, true, out);
