@@ -371,6 +371,13 @@ Expected<Hardware> build_hardware(const HardwarePreset& preset, uint32_t nodes,
                        "{}: {} GPU in all: a collective needs at least 2", preset.source,
                        gpus * nodes);
   }
+  if (gpus == 1 && nodes > 1) {
+    // The nccl model reads a node off the network's first dimension (NVLink).
+    return Error::make(
+        ErrorKind::kInvalidArgument,
+        "{}: one GPU per node across {} nodes: presets model nodes of 2 GPUs or more",
+        preset.source, nodes);
+  }
   Hardware hw;
   hw.preset = preset;
   hw.nodes = nodes;

@@ -90,6 +90,8 @@ class PhaseRun {
   // The run's system configuration and network, for algorithms that model the machine (nccl).
   const SystemConfig& system() const;
   const net::Topology& topology() const;
+  // The rank of member `index` of this phase (its group's ranks in order).
+  uint32_t member_rank(uint32_t index) const;
   // Sends `bytes` to member `to` (no receive is implied).
   void send(uint32_t to, uint64_t bytes);
   // Waits for the next message of this phase from member `from`; on_receive runs when it is in.

@@ -766,6 +766,10 @@ const SystemConfig& PhaseRun::system() const { return engine_->config_; }
 
 const net::Topology& PhaseRun::topology() const { return engine_->topology_; }
 
+uint32_t PhaseRun::member_rank(uint32_t index) const {
+  return engine_->member(engine_->streams_[stream_id_], index);
+}
+
 void PhaseRun::send(uint32_t to, uint64_t bytes) {
   engine_->send_message(stream_id_, to, to, bytes, MirrorPattern::kNone);
 }

@@ -60,11 +60,11 @@ struct Bandwidths {
   double tree[3];  // algorithm bandwidth per protocol
   double nvls;     // algorithm bandwidth, 0 when not available
   double nvls_tree;
-  double direct;  // all-to-all bus bandwidth
+  double direct;      // all-to-all: a rank's NVLink
+  double direct_net;  // all-to-all: a rank's share of its node's NICs
 };
 
-Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tuning,
-                      bool choice) {
+Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tuning, bool choice) {
   Bandwidths bw{};
   const bool multi = fabric.nodes > 1;
   const double net = fabric.net_gbps * tuning.net_efficiency;
@@ -92,7 +92,7 @@ Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tun
   // All-to-all: every rank's traffic to other nodes leaves through its share of the NICs.
   const uint32_t per_node = fabric.ranks / std::max(fabric.nodes, 1u);
   bw.direct = fabric.nvlink_gbps * tuning.ring_efficiency;
-  if (multi) bw.direct = std::min(bw.direct, net / std::max(per_node, 1u));
+  bw.direct_net = net / std::max(per_node, 1u);
   return bw;
 }
 
@@ -124,10 +124,15 @@ void add_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const N
   auto us = [](double data, double gbps) { return gbps > 0 ? data / (gbps * 1e3) : 1e30; };
 
   if (op == NcclOp::kAllToAll) {
-    // Grouped sends and receives to every peer at once: one step of latency.
+    // Grouped sends and receives to every peer at once: one step of latency; the shares for the
+    // node's other GPUs cross NVLink while those for other nodes leave through the rank's NICs.
+    const double per_node = static_cast<double>(n / nodes);
+    const double intra = size * (per_node - 1) / n;
+    const double inter = size * (n - per_node) / n;
+    const double data_time = std::max(us(intra, bw.direct), multi ? us(inter, bw.direct_net) : 0.0);
     put(NcclAlgorithm::kDirect, NcclProtocol::kSimple,
-        lat.launch + lat.ring_base[2] + (multi ? lat.net_hop[2] : lat.nvlink_hop[2]), bw.direct,
-        us(size * factor, bw.direct));
+        lat.launch + lat.ring_base[2] + (multi ? lat.net_hop[2] : lat.nvlink_hop[2]),
+        data_time > 0 ? size * factor / (data_time * 1e3) : 0, data_time);
     return;
   }
   const Steps steps = ring_steps(op, n, nodes);

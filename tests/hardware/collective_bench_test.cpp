@@ -5,6 +5,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include <fmt/format.h>
+
+#include "chakra/comm_groups.h"
+#include "chakra/trace_builder.h"
 #include "hardware/collective_bench.h"
 #include "hardware/nccl_tests_file.h"
 #include "hardware/preset.h"
@@ -174,6 +178,42 @@ TEST(CollectiveBench, double_binary_tree_fails_only_when_a_non_all_reduce_runs_i
   EXPECT_CONTAINS(all_gather.error().message(),
                   "dbt.json: 'all-gather-implementation' lists doubleBinaryTree for dimension 0");
   EXPECT_CONTAINS(all_gather.error().message(), "all-gather of rank 0 node 0 cannot run it");
+}
+
+// A data-parallel group with one rank per node (the rails of two DGX A100s) is timed on the
+// network: one NIC of 25 GB/s per rank, not NVLink.
+TEST(CollectiveBench, a_group_across_nodes_is_timed_on_its_nics) {
+  const BenchMachine m = machine("dgx-a100", 2);
+  const int64_t bytes = int64_t{1} << 30;
+  std::vector<chakra::TraceGraph> graphs;
+  auto groups = std::make_shared<chakra::CommGroups>(16);
+  for (uint32_t rank = 0; rank < 16; ++rank) {
+    ChakraProtoMsg::Node node = test::coll_node(1, ChakraProtoMsg::ALL_REDUCE, bytes);
+    test::add_attr(node, "pg_name").set_string_val(fmt::format("rail{}", rank % 8));
+    graphs.push_back(test::build_graph({node}));
+    if (rank < 8) {
+      ASSERT_TRUE(groups->add(fmt::format("rail{}", rank), {rank, rank + 8}, "test"));
+    }
+  }
+  sim::Scenario::Inputs inputs;
+  inputs.traces = chakra::TraceSet::from_graphs("rails", std::move(graphs));
+  inputs.network = m.network;
+  inputs.system = m.system;
+  inputs.comm_groups = groups;
+  inputs.settings.backend_options.rounding = net::TimeRounding::kExact;
+  Expected<sim::Scenario> scenario = sim::Scenario::create(std::move(inputs));
+  ASSERT_TRUE(scenario) << scenario.error().message();
+  Expected<sim::RunResult> result = sim::simulate(*scenario);
+  ASSERT_TRUE(result) << result.error().message();
+  sys::NcclFabric fabric;
+  fabric.ranks = 2;
+  fabric.nodes = 2;
+  fabric.nvlink_gbps = 300;
+  fabric.net_gbps = 25;  // the rank's own rail
+  const sys::NcclEstimate e = sys::nccl_estimate(
+      sys::NcclOp::kAllReduce, static_cast<uint64_t>(bytes), fabric, m.system->nccl);
+  EXPECT_NEAR(static_cast<double>(result->end.ps()) / 1e6, e.time_us, 1e-3);
+  EXPECT_GT(e.time_us, 1073741824.0 / (25 * 1e3));  // slower than the rail's line rate
 }
 
 }  // namespace
