@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "core/units.h"
+#include "hardware/preset.h"
 #include "network/backend_registry.h"
 #include "report/rank_set.h"
 #include "report/run_report.h"
@@ -43,13 +44,45 @@ struct RunOptions {
   uint32_t queues_per_dim = 1;
   bool strict = false;
   bool quiet = false;
+  std::string hardware;
+  uint32_t nodes = 1;
+  std::string nic;
 };
 
 std::string ns_text(SimTime time) {
   return format_count(static_cast<uint64_t>(time.ns_truncated()));
 }
 
+// --hardware NAME_OR_FILE [--nodes N] [--nic KIND] in place of -s and -n.
+Status resolve_machine(RunOptions& options) {
+  sim::RunConfig& config = options.config;
+  if (options.hardware.empty()) {
+    if (config.system.empty() || config.network.empty()) {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "give --hardware NAME_OR_FILE, or both -s (system) and -n (network)");
+    }
+    if (options.nodes != 1 || !options.nic.empty()) {
+      return Error::make(ErrorKind::kInvalidArgument, "--nodes and --nic need --hardware");
+    }
+    return Status::ok();
+  }
+  if (!config.system.empty() || !config.network.empty()) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "--hardware replaces -s and -n: give one or the other");
+  }
+  Expected<hw::HardwarePreset> preset = hw::load_preset(options.hardware);
+  if (!preset) return preset.error();
+  Expected<hw::Hardware> machine = hw::build_hardware(*preset, options.nodes, options.nic);
+  if (!machine) return machine.error();
+  config.system = preset->source;
+  config.network = machine->description;
+  config.system_config = machine->system;
+  config.network_description = machine->network;
+  return Status::ok();
+}
+
 int run(RunOptions& options) {
+  if (Status status = resolve_machine(options); !status) return report_error(status.error());
   if (options.queues_per_dim != 1) {
     return report_error(Error::make(
         ErrorKind::kInvalidArgument,
@@ -196,12 +229,19 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-w,--workload-configuration,--workload", config.workload,
                   "trace prefix P of rank files P.0.et, P.1.et, ...")
       ->required();
-  cmd->add_option("-s,--system-configuration,--system", config.system, "ASTRA-sim system JSON")
-      ->required();
-  cmd->add_option(
-         "-n,--network-configuration,--network", config.network,
-         "ASTRA-sim network YAML, or an orrery graph topology file (docs/formats/topology.md)")
-      ->required();
+  cmd->add_option("-s,--system-configuration,--system", config.system,
+                  "ASTRA-sim system JSON (or --hardware)");
+  cmd->add_option("-n,--network-configuration,--network", config.network,
+                  "ASTRA-sim network YAML, or an orrery graph topology file "
+                  "(docs/formats/topology.md); or --hardware");
+  cmd->add_option("--hardware", options->hardware,
+                  "a hardware preset (dgx-a100, dgx-h100, hgx-h200, hgx-b200) or a preset YAML "
+                  "file, in place of -s and -n (docs/hardware.md)");
+  cmd->add_option("--nodes", options->nodes, "--hardware: nodes (default 1)")
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option("--nic", options->nic,
+                  "--hardware: NIC kind (hdr200x8, ndr400x8, roce400x8, efa100x32, tcpxo200x8; "
+                  "default: the preset's)");
   cmd->add_option("-m,--remote-memory-configuration,--memory", config.remote_memory,
                   "ASTRA-sim remote memory JSON (default: no memory expansion)");
   cmd->add_option("-g,--comm-group-configuration,--comm-groups", config.comm_groups,

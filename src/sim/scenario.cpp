@@ -153,11 +153,15 @@ Expected<Scenario> Scenario::create(Inputs inputs) {
 Expected<Scenario> load_scenario(const ScenarioFiles& files, RunSettings settings) {
   // ASTRA-sim's multi-dimensional YAML or a graph topology file (network/graph_yaml.h); a graph
   // gives the system layer its logical layout and the backend its physical links.
-  Expected<net::NetworkDescription> network = net::load_network_file(files.network);
+  Expected<net::NetworkDescription> network =
+      files.network_description ? Expected<net::NetworkDescription>(*files.network_description)
+                                : net::load_network_file(files.network);
   if (!network) return network.error();
   const uint32_t ranks = network->logical.rank_count();
 
-  Expected<sys::SystemConfig> system = sys::load_system_config(files.system);
+  Expected<sys::SystemConfig> system = files.system_config
+                                           ? Expected<sys::SystemConfig>(*files.system_config)
+                                           : sys::load_system_config(files.system);
   if (!system) return system.error();
 
   Scenario::Inputs inputs;

@@ -57,6 +57,10 @@ struct ScenarioFiles {
   std::string roce_config;    // the roce backend's YAML ("" = its defaults)
   bool uniform = false;       // every rank runs <workload>.0.et (--uniform)
   size_t threads = 0;         // for reading traces; 0 = one per core
+  // Already in memory (a hardware preset, `--hardware`): used instead of reading `system` and
+  // `network`, which then only name them.
+  std::shared_ptr<const sys::SystemConfig> system_config;
+  std::shared_ptr<const net::NetworkDescription> network_description;
 };
 
 class Scenario {

@@ -310,6 +310,8 @@ ScenarioFiles scenario_files(const RunConfig& config) {
   files.roce_config = config.roce_config;
   files.uniform = config.uniform;
   files.threads = config.threads;
+  files.system_config = config.system_config;
+  files.network_description = config.network_description;
   return files;
 }
 

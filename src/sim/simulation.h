@@ -58,6 +58,9 @@ struct RunConfig {
   // Called now and then while the run goes (simulated time reached, ranks finished), for progress
   // displays; never called when empty. The run's results do not depend on it.
   std::function<void(SimTime now, uint32_t finished, uint32_t ranks)> progress;
+  // In memory instead of the `system` and `network` files (`--hardware`), when set.
+  std::shared_ptr<const sys::SystemConfig> system_config;
+  std::shared_ptr<const net::NetworkDescription> network_description;
 };
 
 // Traffic of one network dimension over the whole run.

@@ -5,6 +5,10 @@
 namespace orrery::sys {
 
 const CollectiveAlgorithm& collective_algorithm(PhaseOp op, const Algorithm& config) {
+  if (config.kind == AlgorithmKind::kNccl && op != PhaseOp::kGather && op != PhaseOp::kScatter &&
+      op != PhaseOp::kBarrier) {
+    return algorithms::nccl();
+  }
   switch (op) {
     case PhaseOp::kBroadcast:
     case PhaseOp::kReduce:

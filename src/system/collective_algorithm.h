@@ -21,6 +21,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "core/time.h"
+#include "network/topology.h"
 #include "system/system_config.h"
 
 namespace orrery::sys {
@@ -83,6 +85,13 @@ class PhaseRun {
 
   // The endpoint delay, then (when `reduce`) the reduction of `bytes`, then on_continue.
   void after_endpoint_delay(bool reduce, uint64_t bytes);
+  // on_continue after `delay` (an algorithm that times itself: nccl).
+  void after_delay(SimTime delay);
+  // The run's system configuration and network, for algorithms that model the machine (nccl).
+  const SystemConfig& system() const;
+  const net::Topology& topology() const;
+  // The rank of member `index` of this phase (its group's ranks in order).
+  uint32_t member_rank(uint32_t index) const;
   // Sends `bytes` to member `to` (no receive is implied).
   void send(uint32_t to, uint64_t bytes);
   // Waits for the next message of this phase from member `from`; on_receive runs when it is in.

@@ -220,11 +220,16 @@ void CollectiveEngine::plan_phases(Instance& instance, uint64_t chunk) {
       op = PhaseOp::kAllToAll;
       break;
     case CollectiveType::kBroadcast:
-      flat(PhaseOp::kBroadcast, {});
+    case CollectiveType::kReduce: {
+      // Under nccl (named for all-reduce) broadcast and reduce are NCCL's too.
+      Algorithm algorithm;
+      if (!config_.all_reduce.empty() && config_.all_reduce.front().kind == AlgorithmKind::kNccl) {
+        algorithm = config_.all_reduce.front();
+      }
+      flat(instance.type == CollectiveType::kBroadcast ? PhaseOp::kBroadcast : PhaseOp::kReduce,
+           algorithm);
       return;
-    case CollectiveType::kReduce:
-      flat(PhaseOp::kReduce, {});
-      return;
+    }
     case CollectiveType::kGather:
       flat(PhaseOp::kGather, {});
       return;
@@ -237,6 +242,10 @@ void CollectiveEngine::plan_phases(Instance& instance, uint64_t chunk) {
   }
   const std::vector<Algorithm>& impls = implementations(op);
   const AlgorithmKind first = impls.front().kind;
+  if (first == AlgorithmKind::kNccl) {
+    flat(op, impls.front());
+    return;
+  }
   if (first == AlgorithmKind::kOneRing || first == AlgorithmKind::kOneDirect ||
       first == AlgorithmKind::kOneHalvingDoubling) {
     Algorithm algorithm = impls.front();
@@ -317,6 +326,28 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
       return Error::make(ErrorKind::kConfig, "{}: no '{}' for the {} of rank {} node {}",
                          config_.path.empty() ? "system configuration" : config_.path, missing,
                          collective_name(request.type), rank, request.node_id);
+    }
+    // A system file may list doubleBinaryTree for any collective (as ASTRA-sim's parser allows);
+    // only an all-reduce can run it.
+    const char* key = request.type == CollectiveType::kAllGather ? "all-gather-implementation"
+                      : request.type == CollectiveType::kReduceScatter
+                          ? "reduce-scatter-implementation"
+                      : request.type == CollectiveType::kAllToAll ? "all-to-all-implementation"
+                                                                  : nullptr;
+    if (key != nullptr) {
+      const std::vector<Algorithm>& list =
+          request.type == CollectiveType::kAllGather       ? config_.all_gather
+          : request.type == CollectiveType::kReduceScatter ? config_.reduce_scatter
+                                                           : config_.all_to_all;
+      for (size_t dim = 0; dim < list.size(); ++dim) {
+        if (list[dim].kind == AlgorithmKind::kDoubleBinaryTree) {
+          return Error::make(ErrorKind::kConfig,
+                             "{}: '{}' lists doubleBinaryTree for dimension {}, an all-reduce "
+                             "algorithm only: the {} of rank {} node {} cannot run it",
+                             config_.path.empty() ? "system configuration" : config_.path, key, dim,
+                             collective_name(request.type), rank, request.node_id);
+        }
+      }
     }
   }
 
@@ -724,6 +755,19 @@ void CollectiveEngine::handle_event(const Event& event) {
 
 void PhaseRun::after_endpoint_delay(bool reduce, uint64_t bytes) {
   engine_->bundle(stream_id_, reduce, bytes);
+}
+
+void PhaseRun::after_delay(SimTime delay) {
+  (void)engine_->engine_.schedule_after(delay, engine_->id_, CollectiveEngine::kReduced,
+                                        stream_id_);
+}
+
+const SystemConfig& PhaseRun::system() const { return engine_->config_; }
+
+const net::Topology& PhaseRun::topology() const { return engine_->topology_; }
+
+uint32_t PhaseRun::member_rank(uint32_t index) const {
+  return engine_->member(engine_->streams_[stream_id_], index);
 }
 
 void PhaseRun::send(uint32_t to, uint64_t bytes) {

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kAlgorithmNames =
     "ring, direct, directN (e.g. direct4), halvingDoubling, doubleBinaryTree, oneRing, oneDirect, "
-    "oneDirectN, oneHalvingDoubling, inSwitch";
+    "oneDirectN, oneHalvingDoubling, inSwitch, nccl";
 
 // Keys ASTRA-sim 2.x reads (or older 2.x example files carry) that change nothing in its
 // analytical results, or only name an output file orrery does not write.
@@ -42,14 +42,13 @@ constexpr std::array<std::string_view, 11> kIgnoredKeys = {
 struct CollectiveKeys {
   std::string_view native;
   std::string_view custom;
-  bool allows_double_binary_tree;
 };
 
 constexpr std::array<CollectiveKeys, 4> kCollectiveKeys = {{
-    {"all-reduce-implementation", "all-reduce-implementation-custom", true},
-    {"all-gather-implementation", "all-gather-implementation-custom", false},
-    {"reduce-scatter-implementation", "reduce-scatter-implementation-custom", false},
-    {"all-to-all-implementation", "all-to-all-implementation-custom", false},
+    {"all-reduce-implementation", "all-reduce-implementation-custom"},
+    {"all-gather-implementation", "all-gather-implementation-custom"},
+    {"reduce-scatter-implementation", "reduce-scatter-implementation-custom"},
+    {"all-to-all-implementation", "all-to-all-implementation-custom"},
 }};
 
 constexpr std::array<std::string_view, 12> kScalarKeys = {"scheduling-policy",
@@ -142,14 +141,8 @@ Status read_algorithms(const JsonConfig& config, const CollectiveKeys& keys,
       return config.error(keys.native,
                           fmt::format("dimension {}: {}", idx, algorithm.error().message()));
     }
-    if (algorithm->kind == AlgorithmKind::kDoubleBinaryTree && !keys.allows_double_binary_tree) {
-      return config.error(keys.native,
-                          fmt::format("dimension {}: doubleBinaryTree is an all-reduce algorithm "
-                                      "only (expected one of ring, direct, directN, "
-                                      "halvingDoubling, oneRing, oneDirect, oneDirectN, "
-                                      "oneHalvingDoubling)",
-                                      idx));
-    }
+    // ASTRA-sim accepts doubleBinaryTree in every list and fails only when a collective other than
+    // all-reduce runs it; so does the collective engine (issue_collective names it).
     if (algorithm->kind == AlgorithmKind::kInSwitch && keys.native == "all-to-all-implementation") {
       return config.error(keys.native,
                           fmt::format("dimension {}: inSwitch reduces or gathers inside a switch; "
@@ -349,8 +342,9 @@ Expected<Algorithm> parse_algorithm(std::string_view name) {
     std::string_view name;
     AlgorithmKind kind;
   };
-  static constexpr std::array<Plain, 6> kPlain = {{
+  static constexpr std::array<Plain, 7> kPlain = {{
       {"inSwitch", AlgorithmKind::kInSwitch},
+      {"nccl", AlgorithmKind::kNccl},
       {"ring", AlgorithmKind::kRing},
       {"halvingDoubling", AlgorithmKind::kHalvingDoubling},
       {"doubleBinaryTree", AlgorithmKind::kDoubleBinaryTree},
@@ -398,6 +392,8 @@ std::string algorithm_name(const Algorithm& algorithm) {
       return "oneHalvingDoubling";
     case AlgorithmKind::kInSwitch:
       return "inSwitch";
+    case AlgorithmKind::kNccl:
+      return "nccl";
   }
   return "unknown";
 }

@@ -29,6 +29,8 @@ enum class AlgorithmKind : uint8_t {
   kOneDirect,
   kOneHalvingDoubling,
   kInSwitch,  // orrery: the Switch of the dimension reduces (or gathers) inside the network
+  kNccl,      // orrery: NCCL's algorithms and protocols as its tuning model times them
+              // (system/nccl_model.h); one phase over the whole group, like the one* variants
 };
 
 struct Algorithm {
@@ -39,7 +41,8 @@ struct Algorithm {
 
 // "ring", "direct", "direct4", "halvingDoubling", "doubleBinaryTree", "oneRing", "oneDirect",
 // "oneDirect8", "oneHalvingDoubling", and orrery's "inSwitch" (in-network collectives on a Switch
-// dimension; not for all-to-all). Error (kConfig) otherwise, listing the accepted names.
+// dimension; not for all-to-all) and "nccl" (system/nccl_model.h). Error (kConfig) otherwise,
+// listing the accepted names.
 Expected<Algorithm> parse_algorithm(std::string_view name);
 // The name as written in a configuration file.
 std::string algorithm_name(const Algorithm& algorithm);
@@ -48,6 +51,26 @@ std::string algorithm_name(const Algorithm& algorithm);
 inline constexpr int64_t kMaxDatasetSplits = 65536;
 // Above this a warning says the run will be slow (about 0.05 s per collective, growing squared).
 inline constexpr uint32_t kSlowDatasetSplits = 4096;
+
+// What NCCL's kernels achieve on this machine, for the `nccl` algorithm's timing
+// (system/nccl_model.h); the link bandwidths come from the network. NCCL's own choice of algorithm
+// and protocol uses its public tuning constants, not these: like NCCL, the model may pick what is
+// not the fastest. Hardware presets set them (presets/hardware/*.yaml); a system file that names
+// `nccl` gets these defaults. Protocol arrays are indexed LL, LL128, Simple.
+struct NcclTuning {
+  double launch_us = 6.0;                      // fixed cost per collective: launch, completion
+  uint32_t channels = 16;                      // channels (rings) NCCL runs at once
+  double ring_efficiency = 0.77;               // Simple ring bus bandwidth / NVLink bandwidth
+  double ll_fraction = 0;                      // LL bus bandwidth / Simple's (0: 1/4 or 1/3)
+  double ll128_channel_gbps = 16.7;            // LL128 bus bandwidth cap per channel, GB/s
+  double nvlink_hop_us[3] = {0.47, 1.9, 3.4};  // latency per ring step within a node
+  double net_hop_us[3] = {2.7, 4.0, 9.6};      // latency per ring step across nodes
+  bool nvls = false;                           // the NVLink switch reduces in-switch (NVLS)
+  double nvls_efficiency = 0.6;                // NVLS algorithm bandwidth / NVLink bandwidth
+  double nvls_latency_us = 25.0;               // NVLS latency beyond the launch
+  double net_efficiency = 0.9;                 // network bandwidth achieved / NIC line rate
+  bool operator==(const NcclTuning&) const = default;
+};
 
 struct SystemConfig {
   std::string path;  // the file it came from ("" for defaults)
@@ -72,6 +95,9 @@ struct SystemConfig {
   std::vector<std::string> all_gather_custom;
   std::vector<std::string> reduce_scatter_custom;
   std::vector<std::string> all_to_all_custom;
+
+  // For the `nccl` algorithm (its defaults when the file names nccl without tuning).
+  NcclTuning nccl;
 
   bool roofline_enabled = false;
   std::optional<double> peak_perf_tflops;

@@ -52,5 +52,6 @@ const CollectiveAlgorithm& rooted();
 const CollectiveAlgorithm& barrier();
 // In-network (SHARP-style) collectives on a Switch dimension: one hop up, one hop down.
 const CollectiveAlgorithm& in_switch();
+const CollectiveAlgorithm& nccl();
 
 }  // namespace orrery::sys::algorithms

@@ -1,0 +1,239 @@
+#include "system/nccl_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace orrery::sys {
+
+namespace {
+
+// NCCL's public tuning constants (us), by protocol LL, LL128, Simple: the base latency of a ring
+// and of a tree, and the latency of one step over NVLink and over the network. These drive the
+// choice only (see the header); what the machine takes is NcclTuning's. NVLS's latency, whose
+// constants change much between NCCL versions (and with the channels NCCL gives NVLS), is the
+// tuning's in both.
+constexpr double kRingBase[3] = {3.6, 10.0, 8.4};
+constexpr double kTreeBase[3] = {4.4, 4.4, 8.4};
+constexpr double kNvlinkHop[3] = {0.47, 1.9, 3.4};
+constexpr double kNetHop[3] = {2.7, 4.0, 9.6};
+// NCCL's bandwidth rules: LL moves 4 data bytes per 8-byte store and more flag traffic across
+// nodes; LL128 carries 120 data bytes per 128-byte line; a tree pipelines at 90% of a ring.
+constexpr double kLL128Derate = 0.92;
+constexpr double kTreeDerate = 0.9;
+constexpr double kTreeLLDerate = 1.0 / 3.8;
+constexpr double kTreeLL128Derate = 0.915;
+
+struct Steps {
+  double total;  // steps of one ring pass
+  double inter;  // of which cross a node boundary
+};
+
+Steps ring_steps(NcclOp op, uint32_t ranks, uint32_t nodes) {
+  const double n = ranks;
+  const double m = nodes;
+  switch (op) {
+    case NcclOp::kAllReduce:
+      return {2 * (n - 1), 2 * (m - 1)};
+    case NcclOp::kAllGather:
+    case NcclOp::kReduceScatter:
+    case NcclOp::kAllToAll:
+      return {n - 1, m - 1};
+    case NcclOp::kBroadcast:
+    case NcclOp::kReduce:
+      return {n - 1, m - 1};
+  }
+  return {n - 1, m - 1};
+}
+
+// One evaluation of the formula, for the choice (NCCL's constants) or the time (the machine's).
+struct Latencies {
+  double launch;
+  const double* ring_base;
+  const double* tree_base;
+  const double* nvlink_hop;
+  const double* net_hop;
+  double nvls;
+};
+
+struct Bandwidths {
+  double ring[3];  // bus bandwidth per protocol, GB/s
+  double tree[3];  // algorithm bandwidth per protocol
+  double nvls;     // algorithm bandwidth, 0 when not available
+  double nvls_tree;
+  double direct;      // all-to-all: a rank's NVLink
+  double direct_net;  // all-to-all: a rank's share of its node's NICs
+};
+
+Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tuning, bool choice) {
+  Bandwidths bw{};
+  const bool multi = fabric.nodes > 1;
+  const double net = fabric.net_gbps * tuning.net_efficiency;
+  double simple = fabric.nvlink_gbps * tuning.ring_efficiency;
+  // A ring enters and leaves every node once per channel: across nodes it is capped by the NICs of
+  // a node together.
+  if (multi) simple = std::min(simple, net);
+  const bool quarter = multi || op == NcclOp::kAllReduce || op == NcclOp::kReduce;
+  // NCCL's rule for the choice; what LL achieves, when the tuning says, for the time.
+  const double nccl_ll = quarter ? 0.25 : 1.0 / 3.0;
+  const double ll = !choice && tuning.ll_fraction > 0 ? tuning.ll_fraction : nccl_ll;
+  bw.ring[0] = simple * ll;
+  bw.ring[1] = std::min(simple * kLL128Derate, tuning.ll128_channel_gbps * tuning.channels);
+  bw.ring[2] = simple;
+  // A tree's algorithm bandwidth is half its bus bandwidth (every byte goes up and comes down).
+  const double tree = 0.5 * kTreeDerate * simple;
+  bw.tree[0] = tree * kTreeLLDerate;
+  bw.tree[1] = tree * kTreeLL128Derate;
+  bw.tree[2] = tree;
+  if (tuning.nvls) {
+    bw.nvls = fabric.nvlink_gbps * tuning.nvls_efficiency;
+    // Across nodes every node sends and receives the whole buffer through its NICs once.
+    bw.nvls_tree = multi ? std::min(bw.nvls, net) : 0;
+  }
+  // All-to-all: every rank's traffic to other nodes leaves through its share of the NICs.
+  const uint32_t per_node = fabric.ranks / std::max(fabric.nodes, 1u);
+  bw.direct = fabric.nvlink_gbps * tuning.ring_efficiency;
+  bw.direct_net = net / std::max(per_node, 1u);
+  return bw;
+}
+
+void add_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const NcclTuning& tuning,
+                    const Latencies& lat, bool predicted, std::vector<NcclEstimate>& out) {
+  const Bandwidths bw = bandwidths(op, fabric, tuning, predicted);
+  const uint32_t n = fabric.ranks;
+  const uint32_t nodes = std::max(fabric.nodes, 1u);
+  const bool multi = nodes > 1;
+  const double size = static_cast<double>(bytes);
+  const double factor = nccl_bus_factor(op, n);
+  size_t slot = 0;
+  auto put = [&](NcclAlgorithm algorithm, NcclProtocol protocol, double latency, double busbw,
+                 double data_time) {
+    const double time = latency + data_time;
+    if (predicted) {
+      NcclEstimate estimate;
+      estimate.algorithm = algorithm;
+      estimate.protocol = protocol;
+      estimate.predicted_us = time;
+      out.push_back(estimate);
+    } else {
+      out[slot].time_us = time;
+      out[slot].busbw_gbps = busbw;
+    }
+    ++slot;
+  };
+  // size / (GB/s) in us: bytes / (gbps * 1e3).
+  auto us = [](double data, double gbps) { return gbps > 0 ? data / (gbps * 1e3) : 1e30; };
+
+  if (op == NcclOp::kAllToAll) {
+    // Grouped sends and receives to every peer at once: one step of latency; the shares for the
+    // node's other GPUs cross NVLink while those for other nodes leave through the rank's NICs.
+    const double per_node = static_cast<double>(n / nodes);
+    const double intra = size * (per_node - 1) / n;
+    const double inter = size * (n - per_node) / n;
+    const double data_time = std::max(us(intra, bw.direct), multi ? us(inter, bw.direct_net) : 0.0);
+    put(NcclAlgorithm::kDirect, NcclProtocol::kSimple,
+        lat.launch + lat.ring_base[2] + (multi ? lat.net_hop[2] : lat.nvlink_hop[2]),
+        data_time > 0 ? size * factor / (data_time * 1e3) : 0, data_time);
+    return;
+  }
+  const Steps steps = ring_steps(op, n, nodes);
+  for (int p = 0; p < 3; ++p) {
+    // LL's per-step latency grows across nodes (its flags cross PCIe twice).
+    const double intra = lat.nvlink_hop[p] * (multi && p == 0 ? 1.8 : 1.0);
+    const double latency = lat.launch + lat.ring_base[p] + (steps.total - steps.inter) * intra +
+                           steps.inter * lat.net_hop[p];
+    put(NcclAlgorithm::kRing, static_cast<NcclProtocol>(p), latency, bw.ring[p],
+        us(size * factor, bw.ring[p]));
+  }
+  if (op == NcclOp::kAllReduce && multi) {
+    const double per_node = static_cast<double>(n / nodes);
+    const double depth = std::log2(static_cast<double>(nodes));
+    for (int p = 0; p < 3; ++p) {
+      const double latency = lat.launch + lat.tree_base[p] +
+                             2 * ((per_node - 1) * lat.nvlink_hop[p] + depth * lat.net_hop[p]);
+      put(NcclAlgorithm::kTree, static_cast<NcclProtocol>(p), latency, bw.tree[p] * factor,
+          us(size, bw.tree[p]));
+    }
+  }
+  if (op == NcclOp::kAllReduce && tuning.nvls) {
+    if (!multi) {
+      put(NcclAlgorithm::kNvls, NcclProtocol::kSimple, lat.launch + lat.nvls, bw.nvls * factor,
+          us(size, bw.nvls));
+    } else {
+      const double depth = std::log2(static_cast<double>(nodes));
+      put(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple,
+          lat.launch + lat.nvls + 2 * depth * lat.net_hop[2], bw.nvls_tree * factor,
+          us(size, bw.nvls_tree));
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view nccl_algorithm_name(NcclAlgorithm algorithm) {
+  switch (algorithm) {
+    case NcclAlgorithm::kRing:
+      return "ring";
+    case NcclAlgorithm::kTree:
+      return "tree";
+    case NcclAlgorithm::kNvls:
+      return "nvls";
+    case NcclAlgorithm::kNvlsTree:
+      return "nvls-tree";
+    case NcclAlgorithm::kDirect:
+      return "direct";
+  }
+  return "unknown";
+}
+
+std::string_view nccl_protocol_name(NcclProtocol protocol) {
+  switch (protocol) {
+    case NcclProtocol::kLL:
+      return "LL";
+    case NcclProtocol::kLL128:
+      return "LL128";
+    case NcclProtocol::kSimple:
+      return "Simple";
+  }
+  return "unknown";
+}
+
+double nccl_bus_factor(NcclOp op, uint32_t ranks) {
+  const double n = std::max(ranks, 1u);
+  switch (op) {
+    case NcclOp::kAllReduce:
+      return 2 * (n - 1) / n;
+    case NcclOp::kAllGather:
+    case NcclOp::kReduceScatter:
+    case NcclOp::kAllToAll:
+      return (n - 1) / n;
+    case NcclOp::kBroadcast:
+    case NcclOp::kReduce:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+std::vector<NcclEstimate> nccl_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric,
+                                          const NcclTuning& tuning) {
+  std::vector<NcclEstimate> out;
+  if (fabric.ranks <= 1) return out;
+  const Latencies choice{0.0, kRingBase, kTreeBase, kNvlinkHop, kNetHop, tuning.nvls_latency_us};
+  const Latencies machine{tuning.launch_us,     kRingBase,         kTreeBase,
+                          tuning.nvlink_hop_us, tuning.net_hop_us, tuning.nvls_latency_us};
+  add_candidates(op, bytes, fabric, tuning, choice, true, out);
+  add_candidates(op, bytes, fabric, tuning, machine, false, out);
+  return out;
+}
+
+NcclEstimate nccl_estimate(NcclOp op, uint64_t bytes, const NcclFabric& fabric,
+                           const NcclTuning& tuning) {
+  const std::vector<NcclEstimate> all = nccl_candidates(op, bytes, fabric, tuning);
+  if (all.empty()) return {};
+  size_t best = 0;
+  for (size_t idx = 1; idx < all.size(); ++idx) {
+    if (all[idx].predicted_us < all[best].predicted_us) best = idx;
+  }
+  return all[best];
+}
+
+}  // namespace orrery::sys

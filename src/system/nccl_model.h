@@ -1,0 +1,74 @@
+// system/nccl_model.h: the time of one NCCL collective, as NCCL's algorithms and protocols take it.
+//
+// NCCL runs a collective with one of its algorithms (ring; tree across nodes; NVLS, the NVLink
+// switch reducing in-switch, within a node, and NVLS-tree across nodes) and one of its protocols
+// (LL: 8-byte flag+data stores, lowest latency, a quarter to a third of the bandwidth; LL128:
+// 128-byte lines, nearly full bandwidth on NVLink; Simple: bulk copies with the highest latency).
+// It picks the pair its tuning model predicts fastest for the size: time = base latency + steps x
+// per-step latency + bytes / bandwidth, with the bandwidth derated per protocol and capped per
+// channel.
+//
+// This model does the same in two steps, as NCCL does: the *choice* uses NCCL's public tuning
+// constants (../shared/reference/collectives.md; learnt from NCCL's src/graph/tuning.cc, not
+// copied), so it can pick what is not the fastest on the machine, as NCCL does; the *time* of the
+// chosen pair uses the same formula with what the machine achieves (sys::NcclTuning: a fixed
+// per-collective cost, per-step latencies, efficiencies), which hardware presets carry. Bandwidths
+// are the machine's links (NcclFabric); sizes are NCCL's: the per-rank buffer for all-reduce,
+// broadcast, reduce and all-to-all, the whole gathered (scattered) buffer for all-gather
+// (reduce-scatter), as nccl-tests print them. Pure functions; O(1).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "system/system_config.h"
+
+namespace orrery::sys {
+
+enum class NcclOp : uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kBroadcast,
+  kReduce
+};
+enum class NcclAlgorithm : uint8_t { kRing, kTree, kNvls, kNvlsTree, kDirect };
+enum class NcclProtocol : uint8_t { kLL, kLL128, kSimple };
+
+std::string_view nccl_algorithm_name(NcclAlgorithm algorithm);  // "ring", "tree", "nvls", ...
+std::string_view nccl_protocol_name(NcclProtocol protocol);     // "LL", "LL128", "Simple"
+
+// The machine as NCCL sees it: ranks over nodes of equal size, and the link bandwidths in
+// decimal GB/s (10^9 bytes per second) per direction.
+struct NcclFabric {
+  uint32_t ranks = 1;
+  uint32_t nodes = 1;
+  double nvlink_gbps = 0;  // per GPU, within a node
+  double net_gbps = 0;     // per node, all its NICs together (unused when nodes == 1)
+};
+
+struct NcclEstimate {
+  NcclAlgorithm algorithm = NcclAlgorithm::kRing;
+  NcclProtocol protocol = NcclProtocol::kSimple;
+  double time_us = 0;       // what the machine takes (NcclTuning)
+  double predicted_us = 0;  // what NCCL's tuning constants predict (the choice's criterion)
+  double busbw_gbps = 0;    // the bus bandwidth the time assumes beyond its latency
+};
+
+// Every pair NCCL may run for `op` on `fabric`, in a fixed order (ring LL, LL128, Simple, then
+// tree, NVLS, NVLS-tree where they apply; all-to-all: direct Simple only).
+std::vector<NcclEstimate> nccl_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric,
+                                          const NcclTuning& tuning);
+
+// The pair NCCL picks (least predicted_us; the first of equals) and its time. One rank (or an
+// empty fabric) takes no time.
+NcclEstimate nccl_estimate(NcclOp op, uint64_t bytes, const NcclFabric& fabric,
+                           const NcclTuning& tuning);
+
+// nccl-tests' bus-bandwidth factor: 2(n-1)/n for all-reduce; (n-1)/n for all-gather,
+// reduce-scatter and all-to-all; 1 for broadcast and reduce.
+double nccl_bus_factor(NcclOp op, uint32_t ranks);
+
+}  // namespace orrery::sys
