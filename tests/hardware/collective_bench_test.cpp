@@ -16,7 +16,7 @@
 #include "sim/simulation.h"
 
 namespace orrery::hw {
-namespace {
+namespace collective_bench_test {
 
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
@@ -216,5 +216,5 @@ TEST(CollectiveBench, a_group_across_nodes_is_timed_on_its_nics) {
   EXPECT_GT(e.time_us, 1073741824.0 / (25 * 1e3));  // slower than the rail's line rate
 }
 
-}  // namespace
+}  // namespace collective_bench_test
 }  // namespace orrery::hw

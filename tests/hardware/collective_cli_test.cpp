@@ -9,7 +9,7 @@
 #include "e2e/run_command.h"
 
 namespace orrery {
-namespace {
+namespace collective_cli_test {
 
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
@@ -129,5 +129,5 @@ TEST(RunHardware, a_trace_runs_on_a_preset_in_place_of_system_and_network) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace collective_cli_test
 }  // namespace orrery

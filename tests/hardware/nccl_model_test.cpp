@@ -6,7 +6,7 @@
 #include "system/nccl_model.h"
 
 namespace orrery::sys {
-namespace {
+namespace nccl_model_test {
 
 NcclFabric node(double nvlink_gbps) {
   NcclFabric fabric;
@@ -112,5 +112,5 @@ TEST(NcclModel, one_rank_takes_no_time) {
   EXPECT_EQ(nccl_estimate(NcclOp::kAllReduce, 1 << 20, fabric, NcclTuning{}).time_us, 0);
 }
 
-}  // namespace
+}  // namespace nccl_model_test
 }  // namespace orrery::sys

@@ -6,7 +6,7 @@
 #include "hardware/preset.h"
 
 namespace orrery::hw {
-namespace {
+namespace preset_test {
 
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
@@ -187,5 +187,5 @@ TEST(Preset, errors_name_file_line_and_key) {
   EXPECT_CONTAINS(error_of("- a\n- b\n"), "p.yaml:1: the file: expected a mapping of keys");
 }
 
-}  // namespace
+}  // namespace preset_test
 }  // namespace orrery::hw
