@@ -101,6 +101,16 @@ void RankProgram::depend(ProgRef child, const std::vector<ProgRef>& parents, boo
   for (ProgRef parent : parents) depend(child, parent, control);
 }
 
+void RankProgram::order_communication() {
+  ProgRef previous = kNoNode;
+  for (ProgRef ref = 0; ref < nodes_.size(); ++ref) {
+    const ProgKind kind = nodes_[ref].kind;
+    if (kind != ProgKind::kCollective && kind != ProgKind::kSend) continue;
+    depend(ref, previous, /*control=*/true);
+    previous = ref;
+  }
+}
+
 std::vector<ProgRef> RankProgram::open_compute(ProgRef first, size_t first_edge) const {
   std::vector<uint8_t> has_child(nodes_.size() - first, 0);
   for (size_t index = first_edge; index < edges_.size(); ++index) {

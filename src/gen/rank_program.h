@@ -66,6 +66,14 @@ class RankProgram {
   // More parents for `child` (data or control).
   void depend(ProgRef child, ProgRef parent, bool control = false);
   void depend(ProgRef child, const std::vector<ProgRef>& parents, bool control = false);
+  // Chains the nodes that take the rank's communication slot (collectives and sends) in program
+  // order: each waits (a control dependency) for the one created before it, as work queued on one
+  // NCCL stream runs in issue order. A simulator that runs one collective or send at a time per
+  // rank and matches a group's collectives by issue order (ASTRA-sim, orrery) then issues them in
+  // this order whatever the timing, so ranks whose programs order a group's collectives alike can
+  // neither disagree on a group's k-th collective nor wait on each other in a cycle. Call once,
+  // after the last node is added.
+  void order_communication();
 
   size_t size() const { return nodes_.size(); }
   // num_ops over every compute node.
