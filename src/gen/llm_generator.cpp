@@ -171,6 +171,8 @@ class TrainingBuilder {
         const ProgRef gather = program_.collective(fmt::format("{}.{}", prefix, what), ALL_GATHER,
                                                    ceil_div(bucket, size) * bytes_, group, {});
         program_.depend(gather, last_layer_start_, true);
+        // Issued with the layer before (FSDP's prefetch), ahead of that layer's own collectives.
+        program_.issue_after(gather, last_layer_start_);
         gathers.push_back(gather);
       }
     }

@@ -38,7 +38,8 @@ struct RankOrder {
   std::string unchained;  // the first node that does not, for the message
   size_t comm_nodes = 0;  // collectives and sends
   size_t sends = 0;
-  std::vector<NodeIndex> topo;  // the graph in a topological order
+  std::vector<NodeIndex> topo;     // the graph in a topological order
+  std::vector<std::string> names;  // the comm nodes in chain order
   // By group (pg_name): the collectives in chain order.
   std::map<std::string, std::vector<CollectiveKey>> by_group;
 };
@@ -100,6 +101,7 @@ RankOrder rank_order(const chakra::TraceGraph& graph) {
     }
     latest[node] = position++;
     ++order.comm_nodes;
+    order.names.emplace_back(graph.name(node));
     if (graph.type(node) == ChakraProtoMsg::COMM_SEND_NODE) {
       ++order.sends;
       continue;
@@ -322,6 +324,30 @@ TEST(LlmOrder, random_plans_give_every_group_one_order_on_every_member) {
   EXPECT_EQ(accepted, 24U);
   EXPECT_GT(interleaved, 0U);
   EXPECT_GT(moe, 0U);
+}
+
+TEST(LlmOrder, a_zero3_prefetch_is_issued_before_the_collectives_of_the_layer_before) {
+  // FSDP issues layer l's all-gather when layer l - 1 starts, so on one stream it precedes layer
+  // l - 1's tensor-parallel collectives (program order), not the end of layer l - 1.
+  ParallelPlan plan = test::plan_of(2, 2, 1, 2, 1);
+  plan.zero = 3;
+  Expected<LlmGenerator> generator = LlmGenerator::create(tiny_gpt(), plan);
+  ASSERT_TRUE(generator) << generator.error().message();
+  Expected<BuiltTraces> built = build_llm_traces(*generator, "zero3", RankFileOptions{});
+  ASSERT_TRUE(built) << built.error().message();
+  const RankOrder order = rank_order(built->traces->rank_graph(0));
+  ASSERT_TRUE(order.chained) << order.unchained;
+  auto at = [&](const std::string& name) {
+    const auto found = std::find(order.names.begin(), order.names.end(), name);
+    EXPECT_NE(found, order.names.end()) << name;
+    return found - order.names.begin();
+  };
+  EXPECT_LT(at("mb0.L0.param_allgather"), at("mb0.L1.param_allgather"));
+  EXPECT_EQ(at("mb0.L1.param_allgather") + 1, at("mb0.L0.attn_out.tp_allreduce"));
+  EXPECT_EQ(at("mb0.L2.param_allgather") + 1, at("mb0.L1.attn_out.tp_allreduce"));
+  // Backward: layer 2's gather is issued when layer 3's backward starts, before its collectives.
+  EXPECT_LT(at("mb0.L2.bwd.param_allgather"), at("mb0.L3.mlp_norm.tp_allreduce"));
+  EXPECT_GT(at("mb0.L2.bwd.param_allgather"), at("mb0.L3.bwd.param_allgather"));
 }
 
 // The soak's plans on its network (bench/soak.cpp: the tiny model, `topo generate fat-tree k=4`,
