@@ -94,6 +94,12 @@ class TrainingBuilder {
       previous_ = program_.open_compute(first, first_edge);
     }
     finish_iteration();
+    // One issue order for the rank's communication, its program order (with or without --sp: the
+    // race is the same). Ranks that share a group run the same stage's program, so they order the
+    // group's collectives alike; without the chain a ready background collective and the next
+    // main-lane one could take the comm slot in either order, and two ranks of a group could
+    // disagree (docs/fuzzing.md, soak finding 2).
+    program_.order_communication();
     return std::move(program_);
   }
 
@@ -165,6 +171,8 @@ class TrainingBuilder {
         const ProgRef gather = program_.collective(fmt::format("{}.{}", prefix, what), ALL_GATHER,
                                                    ceil_div(bucket, size) * bytes_, group, {});
         program_.depend(gather, last_layer_start_, true);
+        // Issued with the layer before (FSDP's prefetch), ahead of that layer's own collectives.
+        program_.issue_after(gather, last_layer_start_);
         gathers.push_back(gather);
       }
     }

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
 #include <system_error>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -99,6 +101,40 @@ void RankProgram::depend(ProgRef child, ProgRef parent, bool control) {
 
 void RankProgram::depend(ProgRef child, const std::vector<ProgRef>& parents, bool control) {
   for (ProgRef parent : parents) depend(child, parent, control);
+}
+
+void RankProgram::issue_after(ProgRef node, ProgRef anchor) {
+  if (anchor == kNoNode) return;
+  assert(anchor < node);
+  if (issue_after_.size() <= node) issue_after_.resize(size_t{node} + 1, kNoNode);
+  issue_after_[node] = anchor;
+}
+
+void RankProgram::order_communication() {
+  // Program order, with each anchored node moved to just after its anchor: (position, then 0 for
+  // the anchor itself and 1 for nodes placed after it, then creation order). Moving a node whose
+  // parents all come no later than its anchor keeps the order topological, so the chain adds no
+  // cycle.
+  std::vector<std::tuple<ProgRef, int, ProgRef>> comm;
+  for (ProgRef ref = 0; ref < nodes_.size(); ++ref) {
+    const ProgKind kind = nodes_[ref].kind;
+    if (kind != ProgKind::kCollective && kind != ProgKind::kSend) continue;
+    const ProgRef anchor = ref < issue_after_.size() ? issue_after_[ref] : kNoNode;
+    comm.emplace_back(anchor == kNoNode ? ref : anchor, anchor == kNoNode ? 0 : 1, ref);
+  }
+#ifndef NDEBUG
+  for (const Edge& edge : edges_) {
+    if (edge.child < issue_after_.size() && issue_after_[edge.child] != kNoNode)
+      assert(edge.parent <= issue_after_[edge.child]);
+  }
+#endif
+  std::sort(comm.begin(), comm.end());
+  ProgRef previous = kNoNode;
+  for (const auto& entry : comm) {
+    const ProgRef ref = std::get<2>(entry);
+    depend(ref, previous, /*control=*/true);
+    previous = ref;
+  }
 }
 
 std::vector<ProgRef> RankProgram::open_compute(ProgRef first, size_t first_edge) const {

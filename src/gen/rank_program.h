@@ -6,7 +6,8 @@
 // collectives, pipeline transfers) or the background lane (data-parallel gradient and parameter
 // collectives, optimizer steps). Ids are given at emission: main-lane nodes first, in program
 // order, then the background lane, so that a simulator which issues ready nodes in ascending id
-// order (ASTRA-sim, orrery) lets background communication fill the gaps that the main lane leaves.
+// order (ASTRA-sim, orrery) lets background work fill the gaps that the main lane leaves (for
+// communication only where order_communication() has not fixed one order).
 //
 // write_rank_files() builds and streams the programs of many ranks in parallel, one rank per thread
 // at a time (never all ranks in memory), and write_comm_groups() the communicator-group file that
@@ -66,6 +67,18 @@ class RankProgram {
   // More parents for `child` (data or control).
   void depend(ProgRef child, ProgRef parent, bool control = false);
   void depend(ProgRef child, const std::vector<ProgRef>& parents, bool control = false);
+  // Chains the nodes that take the rank's communication slot (collectives and sends) in program
+  // order: each waits (a control dependency) for the one created before it, as work queued on one
+  // NCCL stream runs in issue order. A simulator that runs one collective or send at a time per
+  // rank and matches a group's collectives by issue order (ASTRA-sim, orrery) then issues them in
+  // this order whatever the timing, so ranks whose programs order a group's collectives alike can
+  // neither disagree on a group's k-th collective nor wait on each other in a cycle. Call once,
+  // after the last node is added.
+  void order_communication();
+  // Places communication node `node` in that order just after `anchor` (an earlier node that
+  // every parent of `node` is or precedes) instead of where it was created: a prefetch issued when
+  // `anchor` is. Nodes placed after one anchor keep their creation order. kNoNode: no change.
+  void issue_after(ProgRef node, ProgRef anchor);
 
   size_t size() const { return nodes_.size(); }
   // num_ops over every compute node.
@@ -91,6 +104,7 @@ class RankProgram {
 
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
+  std::vector<ProgRef> issue_after_;  // by node: its anchor in order_communication, or kNoNode
 };
 
 // Builds the program of one rank (called concurrently for different ranks).
