@@ -153,6 +153,9 @@ int run(RunOptions& options) {
       format_count(result->events), wall,
       result->symmetric
           ? fmt::format("\n  fast path: all {} ranks alike, one simulated", result->ranks)
+      : result->mode == "classes"
+          ? fmt::format("\n  fast path: {} classes of alike ranks, one simulated per class",
+                        result->simulated_ranks)
           : "");
   for (const std::string& note : result->network_notes) std::cout << "  " << note << "\n";
   if (!result->peak_memory.empty()) {
