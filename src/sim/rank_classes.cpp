@@ -436,6 +436,45 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
         "different classes: {}",
         at, traces.rank_graph(at).id(node), group_name(group), at, other, why);
   };
+  // Dimensions where some collective runs in-switch (its switch waits for every member).
+  uint32_t in_switch = 0;
+  for (const std::vector<sys::Algorithm>* list :
+       {&in.system->all_reduce, &in.system->reduce_scatter, &in.system->all_gather,
+        &in.system->all_to_all}) {
+    for (uint32_t dim = 0; dim < list->size() && dim < 32; ++dim) {
+      if ((*list)[dim].kind == sys::AlgorithmKind::kInSwitch) in_switch |= 1u << dim;
+    }
+  }
+  constexpr size_t kMaxCrossGroup = 64;
+  auto cross_problem = [&](uint32_t group, uint32_t rep_group) -> std::string {
+    const std::vector<Rank>& ranks = groups[group];
+    const std::vector<Rank>& reps = groups[rep_group];
+    if (ranks.size() != reps.size()) return "its representatives' group differs in size";
+    if (ranks.size() > kMaxCrossGroup) {
+      return fmt::format("more than {} members across classes", kMaxCrossGroup);
+    }
+    for (size_t pos = 0; pos < ranks.size(); ++pos) {
+      const uint32_t c = plan->class_of[ranks[pos]];
+      if (plan->class_of[reps[pos]] != c || plan->members[c].front() != reps[pos]) {
+        return fmt::format(
+            "rank {} of its representatives' group is not the representative of "
+            "rank {}'s class",
+            reps[pos], ranks[pos]);
+      }
+    }
+    if (group_mask[group] != group_mask[rep_group]) return "the groups span different dimensions";
+    if ((group_mask[group] & in_switch) != 0) return "an in-switch collective across classes";
+    for (size_t lhs = 0; lhs < ranks.size(); ++lhs) {
+      for (size_t rhs = 0; rhs < ranks.size(); ++rhs) {
+        if (geometry(topology, ranks[lhs], ranks[rhs]) !=
+            geometry(topology, reps[lhs], reps[rhs])) {
+          return fmt::format("ranks {} and {} are at another distance than {} and {}", ranks[lhs],
+                             ranks[rhs], reps[lhs], reps[rhs]);
+        }
+      }
+    }
+    return "";
+  };
   verdict.group_representative.assign(group_count, kNoGroupId);
   std::vector<uint32_t> reverse(group_count, kNoGroupId);
   std::vector<uint32_t> touched;
@@ -469,8 +508,14 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
                           "contain it",
                           rank, traces.rank_graph(rank).id(node), group_name(group)));
         }
-        if (group_class[group] != c) return no(mixed_reason(group, rank, node));
-        if (ranks.size() > 1 && group_mask[group] == 0) {
+        if (group_class[group] != c) {
+          // A group across classes runs for real among representatives: its representatives'
+          // group must hold, position by position, the representative of each member's class,
+          // at the same distances, and decompose alike.
+          if (std::string problem = cross_problem(group, rep_group); !problem.empty()) {
+            return no(fmt::format("{} ({})", mixed_reason(group, rank, node), problem));
+          }
+        } else if (ranks.size() > 1 && group_mask[group] == 0) {
           return no(fmt::format("group {} (rank {} node {}) is not a sub-grid of the network",
                                 group_name(group), rank, traces.rank_graph(rank).id(node)));
         }
@@ -569,6 +614,32 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
       plan->p2p[{rep, head.peer, head.tag}] = {sigma, destination_rep,
                                                static_cast<uint32_t>(plan->p2p_pairs.size())};
       plan->p2p_pairs.push_back(std::move(pairs));
+    }
+  }
+  // Messages of groups across classes go from representative to representative as addressed;
+  // every group they stand for sends its own copy.
+  std::map<std::pair<Rank, Rank>, uint32_t> direct_owner;
+  for (uint32_t group = 0; group < group_count; ++group) {
+    const uint32_t rep_group = verdict.group_representative[group];
+    if (rep_group == kNoGroupId || group_class[rep_group] != kMixed) continue;
+    const std::vector<Rank>& ranks = groups[group];
+    const std::vector<Rank>& reps = groups[rep_group];
+    for (size_t lhs = 0; lhs < ranks.size(); ++lhs) {
+      for (size_t rhs = 0; rhs < ranks.size(); ++rhs) {
+        if (lhs == rhs) continue;
+        const std::pair<Rank, Rank> key{reps[lhs], reps[rhs]};
+        auto [owner, inserted] = direct_owner.try_emplace(key, rep_group);
+        if (owner->second != rep_group) {
+          return no(
+              fmt::format("ranks {} and {} are representatives in two groups across classes "
+                          "({} and {})",
+                          key.first, key.second, group_name(owner->second), group_name(rep_group)));
+        }
+        auto [entry, fresh] =
+            plan->direct.try_emplace(key, static_cast<uint32_t>(plan->p2p_pairs.size()));
+        if (fresh) plan->p2p_pairs.emplace_back();
+        plan->p2p_pairs[entry->second].emplace_back(ranks[lhs], ranks[rhs]);
+      }
     }
   }
   verdict.ok = true;

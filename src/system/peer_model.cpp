@@ -146,6 +146,20 @@ class ClassPeerModel final : public PeerModel {
     MessageFate fate;
     fate.network_src = message.src;
     fate.network_dst = message.dst;
+    if (message.dst != message.src && simulated(message.dst)) {
+      // A group across classes: the message goes to the representative it is addressed to.
+      fate.arrives_from = message.src;
+      fate.arrives_at = message.dst;
+      fate.transport = MessageFate::Transport::kTimer;
+      fate.delay = delay_of(message.src, message.dst, message.bytes);
+      auto found = plan_->direct.find({message.src, message.dst});
+      if (found != plan_->direct.end()) {
+        const MirrorTraffic::RoutePairs& pairs = plan_->p2p_pairs[found->second];
+        traffic_.record_routes(&pairs, message.bytes, now, now + fate.delay);
+        fate.copies = pairs.size();
+      }
+      return fate;
+    }
     if (message.pattern == MirrorPattern::kNone) {
       // No mirror (class runs never send these: sim/rank_classes.cpp admits only algorithms
       // that mirror): the message travels as addressed.

@@ -21,7 +21,10 @@
 //   mode (every collective's group lies inside one class); a point-to-point message from a
 //   representative to a member d of class D arrives at D's representative as from the member of
 //   the sender's class that sends it the corresponding message, after the analytical delay (a
-//   table built when the classes were decided). With one class of every rank it is mirror mode.
+//   table built when the classes were decided). A collective over a group across classes runs
+//   among the representatives, its messages as addressed after the analytical delay, each
+//   standing for the copies of every group it represents. With one class of every rank it is
+//   mirror mode.
 #pragma once
 
 #include <cstdint>
@@ -81,6 +84,9 @@ struct ClassPlan {
     uint32_t pairs = 0;
   };
   std::map<std::tuple<Rank, Rank, int64_t>, P2pRoute> p2p;  // by (representative, dst, tag)
+  // Collective messages between representatives (groups across classes run for real among
+  // them): p2p_pairs[direct[{src, dst}]] is every (sender, destination) that message stands for.
+  std::map<std::pair<Rank, Rank>, uint32_t> direct;
   std::vector<MirrorTraffic::RoutePairs> p2p_pairs;
 };
 

@@ -201,6 +201,31 @@ TEST(RankClasses, a_straggler_inside_a_group_falls_back_with_the_reason) {
   expect_same_results(runs->fast, runs->full, "tp straggler");
 }
 
+// Two pipeline stages of four replicas on Ring(4) x Ring(2) (stage = second coordinate): stage 0
+// computes 30 us and sends its activations to the next stage, stage 1 computes 50 us; then both
+// all-reduce over {r, r + 4} (a group across the two classes, as tied embeddings are).
+TEST(RankClasses, a_group_across_classes_runs_among_the_representatives) {
+  std::vector<std::vector<Node>> traces(8);
+  for (uint32_t rank = 0; rank < 8; ++rank) {
+    const bool first = rank < 4;
+    traces[rank] = {
+        compute(1, first ? 30 : 50), p2p(2, first, first ? rank + 4 : rank - 4, 3, 1 << 18, {1}),
+        group_coll(3, ChakraProtoMsg::ALL_REDUCE, 1 << 20, fmt::format("{}", rank % 4 + 1), {2}),
+        compute(4, 10, {3})};
+  }
+  test::RunInputs inputs;
+  inputs.traces = test::traces_of(traces);
+  inputs.system = test::system_json("ring", 2);
+  inputs.network = test::network_yaml("Ring, Ring", "4, 2", "50, 25", "500, 1000");
+  inputs.comm_groups = R"({"1": [0, 4], "2": [1, 5], "3": [2, 6], "4": [3, 7]})";
+  std::optional<Pair> runs = run_both(inputs, "across classes");
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->fast.mode, "classes") << runs->fast.fast_path_note;
+  EXPECT_EQ(runs->fast.simulated_ranks, 2u);
+  EXPECT_EQ(runs->fast.collectives.size(), 4u);
+  expect_same_results(runs->fast, runs->full, "across classes");
+}
+
 TEST(RankClasses, a_group_that_is_not_a_sub_grid_falls_back) {
   test::RunInputs inputs = tensor_groups();
   // {0, 2}: the same coordinate 0 in the first dimension, 0 and 1 of four in the second.
