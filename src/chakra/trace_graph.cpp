@@ -747,13 +747,17 @@ bool TraceGraph::same_work_except(const TraceGraph& other,
     }
     return true;
   };
+  // Graphs sharing their tables have the same nodes and edges; only attribute values may differ.
+  const bool shared = t_ == other.t_;
   for (NodeIndex node = 0; node < size(); ++node) {
     const NodeRecord& mine = t_->nodes_[node];
     const NodeRecord& theirs = other.t_->nodes_[node];
-    if (mine.type != theirs.type || mine.duration_micros != theirs.duration_micros) return false;
-    if (!same_deps(data_deps(node), other.data_deps(node), node) ||
-        !same_deps(ctrl_deps(node), other.ctrl_deps(node), node)) {
-      return false;
+    if (!shared) {
+      if (mine.type != theirs.type || mine.duration_micros != theirs.duration_micros) return false;
+      if (!same_deps(data_deps(node), other.data_deps(node), node) ||
+          !same_deps(ctrl_deps(node), other.ctrl_deps(node), node)) {
+        return false;
+      }
     }
     const std::span<const Attribute> lhs = attributes(node);
     const std::span<const Attribute> rhs = other.attributes(node);
@@ -761,7 +765,8 @@ bool TraceGraph::same_work_except(const TraceGraph& other,
     for (size_t idx = 0; idx < lhs.size(); ++idx) {
       const Attribute& left = lhs[idx];
       const Attribute& right = rhs[idx];
-      if (left.value_case != right.value_case || string(left.name) != other.string(right.name)) {
+      if (left.value_case != right.value_case ||
+          (left.name != right.name && string(left.name) != other.string(right.name))) {
         return false;
       }
       if (!ignored.empty() &&

@@ -288,10 +288,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
     bool uses[4] = {false, false, false, false};
     for (uint32_t index = 0; index < graph_count; ++index) {
       const TraceGraph& graph = traces.graph(index);
+      const chakra::AttributeKey type_key = graph.key("comm_type");
       for (const CommNode& comm : graph_comm[index]) {
         if (comm.kind != CommKind::kCollective) continue;
-        const auto collective =
-            sys::collective_from_chakra(**graph.get_int(comm.node, "comm_type"));
+        const auto collective = sys::collective_from_chakra(**graph.get_int(comm.node, type_key));
         uses[*collective == sys::CollectiveType::kAllReduce       ? 0
              : *collective == sys::CollectiveType::kReduceScatter ? 1
              : *collective == sys::CollectiveType::kAllGather     ? 2
@@ -475,6 +475,24 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
     }
     return "";
   };
+  constexpr size_t kMaxFlatGroup = 4096;
+  auto flat_problem = [&](uint32_t group, uint32_t rep_group) -> std::string {
+    const std::vector<Rank>& ranks = groups[group];
+    const std::vector<Rank>& reps = groups[rep_group];
+    const size_t n = ranks.size();
+    if (reps.size() != n || group_mask[rep_group] != 0) return "its representative's differs";
+    if (n > kMaxFlatGroup) return fmt::format("has more than {} members", kMaxFlatGroup);
+    for (const size_t offset : {size_t{1}, n - 1}) {
+      const auto distance = geometry(topology, reps[0], reps[offset]);
+      for (size_t pos = 0; pos < n; ++pos) {
+        if (geometry(topology, ranks[pos], ranks[(pos + offset) % n]) != distance) {
+          return fmt::format("rank {} is at another distance from its ring neighbour than rank {}",
+                             ranks[pos], reps[0]);
+        }
+      }
+    }
+    return "";
+  };
   verdict.group_representative.assign(group_count, kNoGroupId);
   std::vector<uint32_t> reverse(group_count, kNoGroupId);
   std::vector<uint32_t> touched;
@@ -516,8 +534,14 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
             return no(fmt::format("{} ({})", mixed_reason(group, rank, node), problem));
           }
         } else if (ranks.size() > 1 && group_mask[group] == 0) {
-          return no(fmt::format("group {} (rank {} node {}) is not a sub-grid of the network",
-                                group_name(group), rank, traces.rank_graph(rank).id(node)));
+          // Not a sub-grid: one ring over the group's ranks. Exact when every member is as far
+          // from its ring neighbours as the representative is from its own.
+          if (std::string problem = flat_problem(group, rep_group); !problem.empty()) {
+            return no(
+                fmt::format("group {} (rank {} node {}) is not a sub-grid of the network "
+                            "and {}",
+                            group_name(group), rank, traces.rank_graph(rank).id(node), problem));
+          }
         }
         if (group_mask[group] != group_mask[rep_group] ||
             groups[group].size() != groups[rep_group].size()) {
@@ -639,6 +663,36 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
             plan->direct.try_emplace(key, static_cast<uint32_t>(plan->p2p_pairs.size()));
         if (fresh) plan->p2p_pairs.emplace_back();
         plan->p2p_pairs[entry->second].emplace_back(ranks[lhs], ranks[rhs]);
+      }
+    }
+  }
+  // Ring neighbours in groups that are not sub-grids: every member's message, for link
+  // statistics (the representative is the group's first rank).
+  std::map<std::pair<Rank, Rank>, uint32_t> flat_owner;
+  for (uint32_t group = 0; group < group_count; ++group) {
+    const uint32_t rep_group = verdict.group_representative[group];
+    if (rep_group == kNoGroupId || group_class[rep_group] == kMixed || group_mask[group] != 0) {
+      continue;
+    }
+    const std::vector<Rank>& ranks = groups[group];
+    const std::vector<Rank>& reps = groups[rep_group];
+    const size_t n = ranks.size();
+    if (n < 2) continue;
+    std::vector<size_t> offsets{1};
+    if (n > 2) offsets.push_back(n - 1);
+    for (const size_t offset : offsets) {
+      const std::pair<Rank, Rank> key{reps[0], reps[offset]};
+      auto [owner, inserted] = flat_owner.try_emplace(key, rep_group);
+      if (owner->second != rep_group) {
+        return no(fmt::format("rank {} has rank {} as a ring neighbour in two groups ({} and {})",
+                              key.first, key.second, group_name(owner->second),
+                              group_name(rep_group)));
+      }
+      auto [entry, fresh] =
+          plan->flat.try_emplace(key, static_cast<uint32_t>(plan->p2p_pairs.size()));
+      if (fresh) plan->p2p_pairs.emplace_back();
+      for (size_t pos = 0; pos < n; ++pos) {
+        plan->p2p_pairs[entry->second].emplace_back(ranks[pos], ranks[(pos + offset) % n]);
       }
     }
   }

@@ -169,6 +169,21 @@ class ClassPeerModel final : public PeerModel {
     }
     const uint32_t rank_class = plan_->class_of[message.src];
     const SimTime delay = delay_of(message.src, message.dst, message.bytes);
+    fate.arrives_from = message.mirror_src;
+    fate.arrives_at = message.src;
+    fate.copies = plan_->members[rank_class].size();
+    fate.transport = MessageFate::Transport::kTimer;
+    fate.delay = delay;
+    if (message.dim == kFlatPhase) {
+      // One ring over a group that is not a sub-grid: every member's copy, pair by pair.
+      auto found = plan_->flat.find({message.src, message.dst});
+      if (found != plan_->flat.end()) {
+        const MirrorTraffic::RoutePairs& pairs = plan_->p2p_pairs[found->second];
+        traffic_.record_routes(&pairs, message.bytes, now, now + delay);
+        fate.copies = pairs.size();
+      }
+      return fate;
+    }
     if (message.pattern == MirrorPattern::kPairwise) {
       // The representative is the smallest member: coordinate 0 in every dimension its groups
       // span, an even block at every distance.
@@ -179,11 +194,6 @@ class ClassPeerModel final : public PeerModel {
       traffic_.record_message(message.dim, message.src_index, message.dst_index, message.bytes, now,
                               now + delay, rank_class);
     }
-    fate.arrives_from = message.mirror_src;
-    fate.arrives_at = message.src;
-    fate.copies = plan_->members[rank_class].size();
-    fate.transport = MessageFate::Transport::kTimer;
-    fate.delay = delay;
     return fate;
   }
 

@@ -87,6 +87,9 @@ struct ClassPlan {
   // Collective messages between representatives (groups across classes run for real among
   // them): p2p_pairs[direct[{src, dst}]] is every (sender, destination) that message stands for.
   std::map<std::pair<Rank, Rank>, uint32_t> direct;
+  // Ring messages of groups inside one class that are not sub-grids of the network (one ring over
+  // the group): p2p_pairs[flat[{representative, its neighbour}]] is every member's message.
+  std::map<std::pair<Rank, Rank>, uint32_t> flat;
   std::vector<MirrorTraffic::RoutePairs> p2p_pairs;
 };
 

@@ -226,22 +226,45 @@ TEST(RankClasses, a_group_across_classes_runs_among_the_representatives) {
   expect_same_results(runs->fast, runs->full, "across classes");
 }
 
-TEST(RankClasses, a_group_that_is_not_a_sub_grid_falls_back) {
+// Groups of two that are not sub-grids of Ring(2) x Ring(4) run one ring over their ranks.
+test::RunInputs unaligned_groups(const std::string& groups, const std::vector<uint32_t>& group_of) {
   test::RunInputs inputs = tensor_groups();
-  // {0, 2}: the same coordinate 0 in the first dimension, 0 and 1 of four in the second.
-  inputs.comm_groups = R"({"1": [0, 2], "2": [1, 3], "3": [4, 6], "4": [5, 7]})";
+  inputs.comm_groups = groups;
   std::vector<std::vector<Node>> traces(8);
   for (uint32_t rank = 0; rank < 8; ++rank) {
-    const uint32_t group = (rank / 4) * 2 + (rank % 2);
     traces[rank] = {compute(1, 30), group_coll(2, ChakraProtoMsg::ALL_REDUCE, 1 << 20,
-                                               fmt::format("{}", group + 1), {1})};
+                                               fmt::format("{}", group_of[rank]), {1})};
   }
   inputs.traces = test::traces_of(traces);
-  std::optional<Pair> runs = run_both(inputs, "unaligned");
+  return inputs;
+}
+
+TEST(RankClasses, a_ring_over_a_group_that_is_not_a_sub_grid_mirrors_when_distances_agree) {
+  // {0, 2}: coordinate 0 in the first dimension, 0 and 1 of four in the second; every group is
+  // one hop of the second dimension apart.
+  std::optional<Pair> runs =
+      run_both(unaligned_groups(R"({"1": [0, 2], "2": [1, 3], "3": [4, 6], "4": [5, 7]})",
+                                {1, 2, 1, 2, 3, 4, 3, 4}),
+               "unaligned");
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->fast.mode, "classes") << runs->fast.fast_path_note;
+  EXPECT_EQ(runs->fast.simulated_ranks, 1u);
+  expect_same_results(runs->fast, runs->full, "unaligned");
+}
+
+TEST(RankClasses, a_ring_over_ranks_at_other_distances_falls_back) {
+  // {4, 7} differ in both dimensions (the first is the lowest: one hop of 50 GB/s), {0, 2} only
+  // in the second (25 GB/s).
+  std::optional<Pair> runs =
+      run_both(unaligned_groups(R"({"1": [0, 2], "2": [1, 3], "3": [4, 7], "4": [5, 6]})",
+                                {1, 2, 1, 2, 3, 4, 4, 3}),
+               "unaligned, other distances");
   ASSERT_TRUE(runs);
   EXPECT_EQ(runs->fast.mode, "full");
-  EXPECT_CONTAINS(runs->fast.fast_path_note, "is not a sub-grid of the network");
-  expect_same_results(runs->fast, runs->full, "unaligned");
+  EXPECT_CONTAINS(runs->fast.fast_path_note,
+                  "group '3' (rank 4 node 2) is not a sub-grid of the network and rank 4 is at "
+                  "another distance from its ring neighbour than rank 0");
+  expect_same_results(runs->fast, runs->full, "unaligned, other distances");
 }
 
 TEST(RankClasses, other_backends_run_in_full_and_say_why) {
