@@ -269,8 +269,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "accelerator memory per rank, e.g. 80GiB: warn when a rank's peak exceeds it");
   cmd->add_option(
          "--fast-path", options->fast_path,
-         "auto: simulate one rank when all ranks provably behave alike (identical results); "
-         "off: simulate every rank")
+         "auto: simulate one rank when all ranks provably behave alike, or one per class of "
+         "alike ranks (identical results; the summary says which ran and why not); off: "
+         "simulate every rank")
       ->check(CLI::IsMember({"auto", "off"}));
   cmd->add_flag("--uniform", config.uniform,
                 "every rank runs <workload>.0.et (for clusters too big for a file per rank)");
