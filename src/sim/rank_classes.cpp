@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <span>
 #include <string_view>
 #include <tuple>
 
@@ -49,7 +50,7 @@ struct Block {
 };
 
 struct RankComm {
-  std::vector<CommNode> nodes;
+  std::span<const CommNode> nodes;  // its graph's (graph_comm), not copied per rank
   std::vector<uint32_t> label;  // per comm node: the head of its block (collectives: itself)
   std::vector<Block> sends;
   std::vector<Block> recvs;
