@@ -671,8 +671,8 @@ Expected<std::optional<std::vector<int64_t>>> TraceGraph::get_int_list(
   }
   const ListRef& list = t_->lists_[attribute->list];
   const auto first = static_cast<std::ptrdiff_t>(list.first);
-  return std::optional<std::vector<int64_t>>(
-      std::vector<int64_t>(t_->int_pool_.begin() + first, t_->int_pool_.begin() + first + list.count));
+  return std::optional<std::vector<int64_t>>(std::vector<int64_t>(
+      t_->int_pool_.begin() + first, t_->int_pool_.begin() + first + list.count));
 }
 
 Expected<std::optional<std::vector<double>>> TraceGraph::get_double_list(
@@ -685,8 +685,8 @@ Expected<std::optional<std::vector<double>>> TraceGraph::get_double_list(
   }
   const ListRef& list = t_->lists_[attribute->list];
   const auto first = static_cast<std::ptrdiff_t>(list.first);
-  return std::optional<std::vector<double>>(
-      std::vector<double>(t_->double_pool_.begin() + first, t_->double_pool_.begin() + first + list.count));
+  return std::optional<std::vector<double>>(std::vector<double>(
+      t_->double_pool_.begin() + first, t_->double_pool_.begin() + first + list.count));
 }
 
 Expected<std::optional<std::vector<std::string_view>>> TraceGraph::get_string_list(
@@ -705,7 +705,10 @@ Expected<std::optional<std::vector<std::string_view>>> TraceGraph::get_string_li
   return std::optional<std::vector<std::string_view>>(std::move(values));
 }
 
-bool TraceGraph::same_work(const TraceGraph& other) const {
+bool TraceGraph::same_work(const TraceGraph& other) const { return same_work_except(other, {}); }
+
+bool TraceGraph::same_work_except(const TraceGraph& other,
+                                  std::span<const std::string_view> ignored) const {
   if (size() != other.size()) return false;
   auto same_deps = [&](std::span<const uint64_t> mine, std::span<const uint64_t> theirs,
                        NodeIndex node) {
@@ -744,13 +747,17 @@ bool TraceGraph::same_work(const TraceGraph& other) const {
     }
     return true;
   };
+  // Graphs sharing their tables have the same nodes and edges; only attribute values may differ.
+  const bool shared = t_ == other.t_;
   for (NodeIndex node = 0; node < size(); ++node) {
     const NodeRecord& mine = t_->nodes_[node];
     const NodeRecord& theirs = other.t_->nodes_[node];
-    if (mine.type != theirs.type || mine.duration_micros != theirs.duration_micros) return false;
-    if (!same_deps(data_deps(node), other.data_deps(node), node) ||
-        !same_deps(ctrl_deps(node), other.ctrl_deps(node), node)) {
-      return false;
+    if (!shared) {
+      if (mine.type != theirs.type || mine.duration_micros != theirs.duration_micros) return false;
+      if (!same_deps(data_deps(node), other.data_deps(node), node) ||
+          !same_deps(ctrl_deps(node), other.ctrl_deps(node), node)) {
+        return false;
+      }
     }
     const std::span<const Attribute> lhs = attributes(node);
     const std::span<const Attribute> rhs = other.attributes(node);
@@ -758,8 +765,13 @@ bool TraceGraph::same_work(const TraceGraph& other) const {
     for (size_t idx = 0; idx < lhs.size(); ++idx) {
       const Attribute& left = lhs[idx];
       const Attribute& right = rhs[idx];
-      if (left.value_case != right.value_case || string(left.name) != other.string(right.name)) {
+      if (left.value_case != right.value_case ||
+          (left.name != right.name && string(left.name) != other.string(right.name))) {
         return false;
+      }
+      if (!ignored.empty() &&
+          std::find(ignored.begin(), ignored.end(), string(left.name)) != ignored.end()) {
+        continue;
       }
       switch (left.value_case) {
         case AttributeProto::kStringVal:

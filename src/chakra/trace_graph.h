@@ -207,6 +207,9 @@ class TraceGraph {
   // types, durations, attributes (by name and value) and dependencies (as positions in the file).
   // Node ids, names and IOInfo may differ. Both graphs finished. O(nodes + edges + attributes).
   bool same_work(const TraceGraph& other) const;
+  // As same_work, except that the values (not the presence or kind) of the attributes named in
+  // `ignored` may differ: peers, tags and group names, for deciding rank classes (sim/).
+  bool same_work_except(const TraceGraph& other, std::span<const std::string_view> ignored) const;
 
   // Bytes held by this graph (tables and strings, shared ones included), for benchmarks and
   // capacity planning.

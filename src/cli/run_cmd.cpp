@@ -186,6 +186,9 @@ int run(RunOptions& options) {
       format_count(result->events), wall,
       result->symmetric
           ? fmt::format("\n  fast path: all {} ranks alike, one simulated", result->ranks)
+      : result->mode == "classes"
+          ? fmt::format("\n  fast path: {} classes of alike ranks, one simulated per class",
+                        result->simulated_ranks)
           : "");
   for (const std::string& note : result->network_notes) std::cout << "  " << note << "\n";
   if (!result->peak_memory.empty()) {
@@ -306,8 +309,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "accelerator memory per rank, e.g. 80GiB: warn when a rank's peak exceeds it");
   cmd->add_option(
          "--fast-path", options->fast_path,
-         "auto: simulate one rank when all ranks provably behave alike (identical results); "
-         "off: simulate every rank")
+         "auto: simulate one rank when all ranks provably behave alike, or one per class of "
+         "alike ranks (identical results; the summary says which ran and why not); off: "
+         "simulate every rank")
       ->check(CLI::IsMember({"auto", "off"}));
   cmd->add_flag("--uniform", config.uniform,
                 "every rank runs <workload>.0.et (for clusters too big for a file per rank)");

@@ -121,6 +121,10 @@ nlohmann::ordered_json run_result_to_json(const sim::RunResult& result, double w
   out["system"] = result.system;
   out["backend"] = result.backend;
   out["timing"] = result.rounding == net::TimeRounding::kAstraSim ? "astra-sim" : "exact";
+  // Which simulation ran (sim/simulation.h): full, symmetric or classes, and why not faster.
+  out["simulation"] = {{"mode", result.mode},
+                       {"simulated_ranks", result.simulated_ranks},
+                       {"fast_path_note", result.fast_path_note}};
   uint32_t slowest = 0;
   for (const workload::RankResult& rank : result.rank_results) {
     if (rank.finish > result.rank_results[slowest].finish) slowest = rank.rank;

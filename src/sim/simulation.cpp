@@ -11,6 +11,7 @@
 #include "core/parallel.h"
 #include "core/units.h"
 #include "network/backend_registry.h"
+#include "sim/rank_classes.h"
 #include "sim/symmetry.h"
 #include "workload/local_memory.h"
 
@@ -87,6 +88,19 @@ Expected<RunResult> Simulation::run() {
   group_ids.emplace("", 0);
   if (groups.find("0") == &groups.all()) group_ids.emplace("0", 0);
 
+  // The executor listens to the collective engine, which needs its groups before the run: build
+  // the group table first, then both. (The fast paths read it too.)
+  std::vector<std::pair<std::string, std::vector<net::Rank>>> declared;
+  for (const auto& [name, group] : groups.named()) {
+    std::vector<net::Rank> ranks(group.ranks.begin(), group.ranks.end());
+    declared.emplace_back(name, std::move(ranks));
+  }
+  std::map<std::string, uint32_t> all_ranks_ids = group_ids;  // before the declared names
+  for (size_t idx = 0; idx < declared.size(); ++idx) {
+    group_ids[declared[idx].first] = static_cast<uint32_t>(idx + 1);
+    group_names.push_back(declared[idx].first);
+  }
+
   // ---- a symmetric run simulates one representative rank ----
   bool symmetric = false;
   bool through_network = false;
@@ -97,7 +111,7 @@ Expected<RunResult> Simulation::run() {
     symmetry_note = "the network is a graph topology, whose routes differ from rank to rank";
   } else if (settings.fast_path) {
     std::vector<std::string> all_ranks_groups{""};
-    if (group_ids.count("0") != 0) all_ranks_groups.push_back("0");
+    if (all_ranks_ids.count("0") != 0) all_ranks_groups.push_back("0");
     for (const auto& [name, group] : groups.named()) {
       if (group.ranks.size() == rank_count) all_ranks_groups.push_back(name);
     }
@@ -125,9 +139,49 @@ Expected<RunResult> Simulation::run() {
     through_network = verdict.through_network;
   }
 
+  // ---- otherwise, one representative per class of alike ranks ----
+  RankClassVerdict classes;
+  std::string class_note;
+  if (settings.fast_path && !physical && !symmetric) {
+    if (settings.backend != "analytical") {
+      class_note = fmt::format(
+          "rank classes need the analytical backend (links of the {} backend are shared across "
+          "classes)",
+          settings.backend);
+    } else if (!observers_.empty()) {
+      class_note = "an observer (a timeline) watches every rank";
+    } else {
+      std::vector<std::vector<net::Rank>> group_ranks;
+      group_ranks.emplace_back(rank_count);
+      for (uint32_t rank = 0; rank < rank_count; ++rank) group_ranks[0][rank] = rank;
+      for (const auto& [name, ranks] : declared) group_ranks.push_back(ranks);
+      RankClassInputs inputs;
+      inputs.traces = &traces;
+      inputs.group_ranks = &group_ranks;
+      inputs.group_ids = &group_ids;
+      inputs.system = &system;
+      inputs.topology = &topology;
+      inputs.shared_memory_pools =
+          remote.type == memory::MemoryType::kPerNode || remote.type == memory::MemoryType::kPool;
+      inputs.threads = settings.threads;
+      classes = decide_rank_classes(inputs);
+      if (!classes.ok) class_note = classes.reason;
+    }
+  }
+  const bool class_mode = classes.ok;
+  // Ranks a class mode does not simulate run an empty trace (they finish at once; their results
+  // are their representative's).
+  TraceGraph idle_graph;
+  idle_graph.finish();
+
   std::vector<const TraceGraph*> graphs;
   if (symmetric) {
     graphs.push_back(&first);
+  } else if (class_mode) {
+    graphs.assign(rank_count, &idle_graph);
+    for (const std::vector<net::Rank>& members : classes.plan->members) {
+      graphs[members.front()] = &traces.rank_graph(members.front());
+    }
   } else {
     graphs.reserve(rank_count);
     for (uint32_t rank = 0; rank < rank_count; ++rank) graphs.push_back(&traces.rank_graph(rank));
@@ -148,18 +202,11 @@ Expected<RunResult> Simulation::run() {
   engine_options.mirror = symmetric;
   engine_options.mirror_through_network = symmetric && through_network;
   engine_options.rounding = settings.backend_options.rounding;
+  if (class_mode) {
+    engine_options.peers =
+        sys::make_class_peer_model(topology, settings.backend_options.rounding, classes.plan);
+  }
 
-  // The executor listens to the collective engine, which needs its groups before the run: build
-  // the group table first, then both.
-  std::vector<std::pair<std::string, std::vector<net::Rank>>> declared;
-  for (const auto& [name, group] : groups.named()) {
-    std::vector<net::Rank> ranks(group.ranks.begin(), group.ranks.end());
-    declared.emplace_back(name, std::move(ranks));
-  }
-  for (size_t idx = 0; idx < declared.size(); ++idx) {
-    group_ids[declared[idx].first] = static_cast<uint32_t>(idx + 1);
-    group_names.push_back(declared[idx].first);
-  }
   workload::WorkloadExecutor executor(engine, graphs, group_ids, options);
   Expected<std::unique_ptr<sys::CollectiveEngine>> collectives =
       sys::CollectiveEngine::create(engine, **network, system, engine_options, executor);
@@ -225,6 +272,15 @@ Expected<RunResult> Simulation::run() {
   result.collectives = (*collectives)->records();
   result.symmetric = symmetric;
   result.symmetry_note = symmetric ? "" : symmetry_note;
+  result.mode = symmetric ? "symmetric" : class_mode ? "classes" : "full";
+  result.simulated_ranks = symmetric    ? 1
+                           : class_mode ? static_cast<uint32_t>(classes.plan->members.size())
+                                        : rank_count;
+  if (!symmetric && !class_mode && settings.fast_path) {
+    result.fast_path_note = class_note.empty() || class_note == symmetry_note
+                                ? symmetry_note
+                                : fmt::format("{}; no rank classes: {}", symmetry_note, class_note);
+  }
   // A symmetric run lists every link unless there are more than this many.
   constexpr uint64_t kMaxExpandedLinks = uint64_t{1} << 22;
   std::optional<sys::MirrorTraffic> traffic;
@@ -240,6 +296,37 @@ Expected<RunResult> Simulation::run() {
     } else {
       result.links_aggregated = true;
     }
+  } else if (class_mode) {
+    // Every member did what its class's representative did; each group's collectives are those of
+    // the representatives' group that stands for it.
+    const sys::ClassPlan& plan = *classes.plan;
+    const std::vector<workload::RankResult> simulated = std::move(result.rank_results);
+    result.rank_results.resize(rank_count);
+    for (uint32_t rank = 0; rank < rank_count; ++rank) {
+      result.rank_results[rank] = simulated[plan.members[plan.class_of[rank]].front()];
+      result.rank_results[rank].rank = rank;
+    }
+    std::vector<std::vector<uint32_t>> stands_for(group_names.size());
+    for (uint32_t group = 0; group < classes.group_representative.size(); ++group) {
+      if (classes.group_representative[group] != kNoGroupId) {
+        stands_for[classes.group_representative[group]].push_back(group);
+      }
+    }
+    std::vector<sys::CollectiveRecord> records;
+    for (const sys::CollectiveRecord& record : result.collectives) {
+      for (uint32_t group : stands_for[record.group]) {
+        records.push_back(record);
+        records.back().group = group;
+      }
+    }
+    // In order of first issue (then group and sequence): a full run lists them in the order they
+    // were first issued, ties broken by the order of events.
+    std::stable_sort(records.begin(), records.end(), [](const auto& lhs, const auto& rhs) {
+      return std::tie(lhs.first_issue, lhs.group, lhs.sequence) <
+             std::tie(rhs.first_issue, rhs.group, rhs.sequence);
+    });
+    result.collectives = std::move(records);
+    result.links = (*collectives)->mirror_traffic().expand();
   } else {
     result.links = (*network)->link_stats();
   }
@@ -284,7 +371,10 @@ Expected<RunResult> Simulation::run() {
   if (local_memory) {
     result.peak_memory.resize(rank_count);
     for (uint32_t rank = 0; rank < rank_count; ++rank) {
-      result.peak_memory[rank] = local_memory->peak(symmetric ? 0 : rank);
+      result.peak_memory[rank] = local_memory->peak(
+          symmetric    ? 0
+          : class_mode ? classes.plan->members[classes.plan->class_of[rank]].front()
+                       : rank);
     }
     if (settings.memory_capacity > 0) {
       warn_over_capacity(result.peak_memory, settings.memory_capacity, warnings);

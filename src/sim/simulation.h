@@ -89,6 +89,13 @@ struct RunResult {
   uint64_t messages = 0;                            // network messages sent
   bool symmetric = false;                           // one representative rank was simulated for all
   std::string symmetry_note;  // why the run was not symmetric, when it was not
+  // Which simulation ran: "full" (every rank), "symmetric" (one rank for all, sim/symmetry.h) or
+  // "classes" (one representative per class of alike ranks, sim/rank_classes.h); the ranks
+  // simulated (1, the class count, or every rank); and, when it fell back to full simulation with
+  // the fast path on, why (the symmetric path's reason, then the classes').
+  std::string mode = "full";
+  uint32_t simulated_ranks = 0;
+  std::string fast_path_note;
   // Links were too many to list one by one (a symmetric run of a huge network): `links` is empty
   // and `dimensions` holds the totals.
   bool links_aggregated = false;

@@ -12,7 +12,8 @@ namespace {
 
 bool power_of_two(uint32_t value) { return value != 0 && (value & (value - 1)) == 0; }
 
-// Whether `algorithm` in dimension `dim` sends alike from every member.
+}  // namespace
+
 std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
                               const net::Topology& topology) {
   switch (algorithm.kind) {
@@ -29,8 +30,6 @@ std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
       return fmt::format("{} in dimension {}", sys::algorithm_name(algorithm), dim);
   }
 }
-
-}  // namespace
 
 SymmetryVerdict check_symmetric_run(const chakra::TraceGraph& graph,
                                     const sys::SystemConfig& system, const net::Topology& topology,

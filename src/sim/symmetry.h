@@ -31,6 +31,11 @@ struct SymmetryVerdict {
 // Checks everything but the traces' sameness (which the caller establishes with
 // TraceGraph::same_work): the representative trace's operations, the system configuration, the
 // network and the memory model. `all_ranks_groups` are the pg_names whose group is every rank.
+// "" when `algorithm` in dimension `dim` sends alike from every member (ring, direct,
+// halving-doubling on a power-of-two dimension, in-switch); otherwise what is wrong.
+std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
+                              const net::Topology& topology);
+
 SymmetryVerdict check_symmetric_run(const chakra::TraceGraph& representative,
                                     const sys::SystemConfig& system, const net::Topology& topology,
                                     const std::string& backend, bool shared_memory_pools,

@@ -674,7 +674,7 @@ void CollectiveEngine::on_delivered(uint64_t token) {
     // The send completes on delivery.
     assert(!entry.sent.empty());
     entry.sent.pop_front();
-    p2p_completed(message.src, message.run, message.cookie, true);
+    p2p_completed(message.sender, message.run, message.cookie, true);
     if (!entry.posted.empty()) {
       const P2pEndpoint receive = entry.posted.front();
       entry.posted.pop_front();
@@ -806,20 +806,30 @@ void CollectiveEngine::issue_recv(Rank dst, Rank src, int64_t tag, uint64_t byte
 
 void CollectiveEngine::p2p_send(Rank src, Rank dst, int64_t tag, uint32_t scope, uint64_t bytes,
                                 uint64_t cookie, uint64_t node_id, uint32_t run) {
+  // The peer model may deliver a workload message elsewhere (rank classes: to the destination
+  // class's representative, as from the member that sends it the corresponding message).
+  const MessageFate fate = scope == kWorkloadScope
+                               ? peers_->route_p2p(src, dst, tag, bytes, engine_.now())
+                               : PeerModel::as_addressed(src, dst);
   const uint32_t token = new_message();
   Message& message = messages_[token];
   message.p2p = true;
-  message.src = src;
-  message.dst = dst;
+  message.src = fate.arrives_from;
+  message.dst = fate.arrives_at;
+  message.sender = src;
   message.bytes = bytes;
   message.tag = tag;
   message.cookie = cookie;
   message.node_id = node_id;
   message.scope = scope;
   message.run = run;
-  p2p_[P2pKey{src, dst, tag, scope}].sent.push_back({bytes, cookie, node_id, run});
-  ++messages_sent_;
-  network_.send(src, dst, bytes, token);
+  p2p_[P2pKey{message.src, message.dst, tag, scope}].sent.push_back({bytes, cookie, node_id, run});
+  messages_sent_ += fate.copies;
+  if (fate.transport == MessageFate::Transport::kNetwork) {
+    network_.send(fate.network_src, fate.network_dst, bytes, token);
+  } else {
+    (void)engine_.schedule_after(fate.delay, id_, kMirrorArrival, token);
+  }
 }
 
 void CollectiveEngine::p2p_recv(Rank dst, Rank src, int64_t tag, uint32_t scope, uint64_t bytes,

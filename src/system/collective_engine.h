@@ -258,6 +258,7 @@ class CollectiveEngine final : public SystemLayer,
     uint64_t down_bytes = 0;  // switch_up: what the switch sends each member once all arrived
     Rank src = 0;
     Rank dst = 0;
+    Rank sender = 0;  // point-to-point: the simulated rank whose send completes on delivery
     uint64_t bytes = 0;
     // collective
     uint32_t instance = 0;

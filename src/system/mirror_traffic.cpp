@@ -16,8 +16,21 @@ void MirrorTraffic::add(ClassKey key, uint32_t copies, uint64_t bytes, SimTime s
   traffic.intervals.push_back({start, end, copies});
 }
 
+uint64_t MirrorTraffic::link_count() const {
+  uint64_t count = 0;
+  for (const auto& [key, traffic] : classes_) count += class_size(key.rank_class);
+  for (const PartnerMessage& message : partner_messages_) count += class_size(message.rank_class);
+  for (const RouteMessage& message : route_messages_) count += message.pairs->size();
+  return count;
+}
+
+void MirrorTraffic::record_routes(const RoutePairs* pairs, uint64_t bytes, SimTime start,
+                                  SimTime end) {
+  route_messages_.push_back({pairs, bytes, start, end});
+}
+
 void MirrorTraffic::record_message(uint32_t dim, uint32_t from, uint32_t to, uint64_t bytes,
-                                   SimTime start, SimTime end) {
+                                   SimTime start, SimTime end, uint32_t rank_class) {
   const net::Dimension& spec = topology_->dimension(dim);
   const SimTime serialization = spec.bandwidth.serialization_time(bytes);
   const uint32_t n = spec.size;
@@ -27,30 +40,30 @@ void MirrorTraffic::record_message(uint32_t dim, uint32_t from, uint32_t to, uin
       // As the router: clockwise unless anticlockwise is strictly shorter. Each link of the
       // direction carries one copy per hop of the message, from as many senders.
       if (n - offset < offset) {
-        add({dim, 1}, n - offset, bytes, serialization, start, end);
+        add({rank_class, dim, 1}, n - offset, bytes, serialization, start, end);
       } else {
-        add({dim, 0}, offset, bytes, serialization, start, end);
+        add({rank_class, dim, 0}, offset, bytes, serialization, start, end);
       }
       return;
     case net::TopologyKind::kFullyConnected:
-      add({dim, offset}, 1, bytes, serialization, start, end);
+      add({rank_class, dim, offset}, 1, bytes, serialization, start, end);
       return;
     case net::TopologyKind::kSwitch:
-      add({dim, 0}, 1, bytes, serialization, start, end);
-      add({dim, 1}, 1, bytes, serialization, start, end);
+      add({rank_class, dim, 0}, 1, bytes, serialization, start, end);
+      add({rank_class, dim, 1}, 1, bytes, serialization, start, end);
       return;
   }
 }
 
-void MirrorTraffic::record_switch(uint32_t dim, bool up, uint64_t bytes, SimTime start,
-                                  SimTime end) {
-  add({dim, up ? 0u : 1u}, 1, bytes, topology_->dimension(dim).bandwidth.serialization_time(bytes),
-      start, end);
+void MirrorTraffic::record_switch(uint32_t dim, bool up, uint64_t bytes, SimTime start, SimTime end,
+                                  uint32_t rank_class) {
+  add({rank_class, dim, up ? 0u : 1u}, 1, bytes,
+      topology_->dimension(dim).bandwidth.serialization_time(bytes), start, end);
 }
 
 void MirrorTraffic::record_partner_message(uint32_t dim, uint32_t distance, uint64_t bytes,
-                                           SimTime start, SimTime end) {
-  partner_messages_.push_back({dim, distance, bytes, start, end});
+                                           SimTime start, SimTime end, uint32_t rank_class) {
+  partner_messages_.push_back({rank_class, dim, distance, bytes, start, end});
 }
 
 std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links() const {
@@ -59,13 +72,34 @@ std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links(
     const net::Dimension& spec = topology_->dimension(message.dim);
     const SimTime serialization = spec.bandwidth.serialization_time(message.bytes);
     const uint32_t n = spec.size;
-    for (net::Rank rank = 0; rank < topology_->rank_count(); ++rank) {
+    for (uint64_t index = 0; index < class_size(message.rank_class); ++index) {
+      const net::Rank rank = member(message.rank_class, index);
       const uint32_t coord = topology_->coordinate(rank, message.dim);
       const bool up = ((coord / message.distance) % 2) == 0;
       const uint32_t target_coord =
           up ? (coord + message.distance) % n : (coord + n - message.distance) % n;
       const net::Rank target = topology_->peer(rank, message.dim, target_coord);
       for (net::NodeId at = rank; at != target;) {
+        const net::Hop hop = topology_->next_hop(at, target);
+        ClassTraffic& traffic = links[hop.link];
+        traffic.bytes = saturating_add(traffic.bytes, message.bytes);
+        traffic.busy += serialization;
+        ++traffic.messages;
+        traffic.intervals.push_back({message.start, message.end, 1});
+        at = hop.next;
+      }
+    }
+  }
+  // Point-to-point messages, pair by pair, as the analytical backend walks them: within the
+  // lowest dimension in which the endpoints differ.
+  for (const RouteMessage& message : route_messages_) {
+    for (const auto& [src, dst] : *message.pairs) {
+      const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
+      if (dim == net::kNoDimension) continue;
+      const SimTime serialization =
+          topology_->dimension(dim).bandwidth.serialization_time(message.bytes);
+      const net::Rank target = topology_->peer(src, dim, topology_->coordinate(dst, dim));
+      for (net::NodeId at = src; at != target;) {
         const net::Hop hop = topology_->next_hop(at, target);
         ClassTraffic& traffic = links[hop.link];
         traffic.bytes = saturating_add(traffic.bytes, message.bytes);
@@ -85,7 +119,7 @@ void MirrorTraffic::adopt_representative_links(const std::vector<net::LinkStats>
     const uint32_t dim = link.dimension;
     const net::Dimension& spec = topology_->dimension(dim);
     const uint32_t coord = topology_->coordinate(static_cast<net::Rank>(link.dst), dim);
-    ClassKey key{dim, coord};
+    ClassKey key{0, dim, coord};
     if (spec.kind == net::TopologyKind::kRing) {
       key.kind = coord == 1 ? 0u : 1u;
     } else if (spec.kind == net::TopologyKind::kSwitch) {
@@ -167,8 +201,8 @@ std::vector<net::LinkStats> MirrorTraffic::expand() const {
   uses.reserve(static_cast<size_t>(link_count()) + partners.size());
   uint32_t source = 0;
   for (const auto& [key, traffic] : classes_) {
-    for (net::Rank rank = 0; rank < topology_->rank_count(); ++rank) {
-      uses.emplace_back(link_of(rank, key).link, source);
+    for (uint64_t index = 0; index < class_size(key.rank_class); ++index) {
+      uses.emplace_back(link_of(member(key.rank_class, index), key).link, source);
     }
     ++source;
   }
@@ -220,10 +254,9 @@ void MirrorTraffic::dimension_totals(uint32_t dim, uint64_t& links_used, uint64_
     if (message.dim != dim) continue;
     const net::Dimension& spec = topology_->dimension(dim);
     const uint64_t hops = topology_->hops(dim, 0, message.distance % spec.size);
-    bytes = saturating_add(
-        bytes, saturating_mul(saturating_mul(message.bytes, hops), topology_->rank_count()));
-    busy += spec.bandwidth.serialization_time(message.bytes) *
-            static_cast<int64_t>(hops * topology_->rank_count());
+    const uint64_t senders = class_size(message.rank_class);
+    bytes = saturating_add(bytes, saturating_mul(saturating_mul(message.bytes, hops), senders));
+    busy += spec.bandwidth.serialization_time(message.bytes) * static_cast<int64_t>(hops * senders);
   }
   // (Partner messages alone leave at least one used link per rank; counted so.)
   bool partners = false;
@@ -232,9 +265,10 @@ void MirrorTraffic::dimension_totals(uint32_t dim, uint64_t& links_used, uint64_
   for (const auto& [key, traffic] : classes_) {
     if (key.dim != dim) continue;
     classes = true;
-    links_used += topology_->rank_count();
-    bytes = saturating_add(bytes, saturating_mul(traffic.bytes, topology_->rank_count()));
-    busy += traffic.busy * topology_->rank_count();
+    const uint64_t senders = class_size(key.rank_class);
+    links_used += senders;
+    bytes = saturating_add(bytes, saturating_mul(traffic.bytes, senders));
+    busy += traffic.busy * static_cast<int64_t>(senders);
   }
   if (partners && !classes) links_used = topology_->rank_count();
 }

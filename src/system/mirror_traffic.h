@@ -7,6 +7,12 @@
 // links to the member k positions on; in a Switch dimension, all uplinks alike and all downlinks
 // alike. MirrorTraffic sums the representative's messages per class and expands them into the
 // statistics the analytical backend would have kept for every link of the network.
+//
+// With rank classes (sim/rank_classes.h) each class's representative stands for the members of its
+// class only: its messages are recorded under its class and expanded over that class's members
+// (a collective's group lies inside one class, so the links of a Ring or Switch it uses carry only
+// that class's copies); point-to-point messages between classes are recorded with every member's
+// (sender, destination) pair and expanded route by route.
 #pragma once
 
 #include <cstdint>
@@ -23,17 +29,27 @@ class MirrorTraffic {
  public:
   explicit MirrorTraffic(const net::Topology& topology) : topology_(&topology) {}
 
+  // The members of each rank class, ascending (default: one class of every rank). Before any
+  // record_*; `members` must outlive this object.
+  void set_classes(const std::vector<std::vector<net::Rank>>* members) { members_ = members; }
+  // The (sender, destination) pairs of one point-to-point message of every member of a class.
+  using RoutePairs = std::vector<std::pair<net::Rank, net::Rank>>;
+  // Every pair of `pairs` (which must outlive this object) sent `bytes` over [start, end),
+  // routed as the analytical backend routes it.
+  void record_routes(const RoutePairs* pairs, uint64_t bytes, SimTime start, SimTime end);
+
   // The representative sent `bytes` from its coordinate `from` to `to` in dimension `dim`
   // (analytical routing: the shorter way round on a Ring), in flight over [start, end).
   void record_message(uint32_t dim, uint32_t from, uint32_t to, uint64_t bytes, SimTime start,
-                      SimTime end);
+                      SimTime end, uint32_t rank_class = 0);
   // A halving-doubling step at distance `distance` in `dim`: every member whose block
   // (coordinate / distance) is even sends up to coordinate + distance, the others down. Not every
   // link carries the same, so these are expanded rank by rank.
   void record_partner_message(uint32_t dim, uint32_t distance, uint64_t bytes, SimTime start,
-                              SimTime end);
+                              SimTime end, uint32_t rank_class = 0);
   // One in-network hop of `bytes` up to (or down from) the switch of `dim` over [start, end).
-  void record_switch(uint32_t dim, bool up, uint64_t bytes, SimTime start, SimTime end);
+  void record_switch(uint32_t dim, bool up, uint64_t bytes, SimTime start, SimTime end,
+                     uint32_t rank_class = 0);
 
   // Replaces each class's statistics with those a network backend kept for the representative's
   // (rank 0's) own link of that class. Exact when every link carries only its source rank's
@@ -45,9 +61,7 @@ class MirrorTraffic {
   // Links of the whole network that carried traffic.
   // (An upper bound when halving-doubling steps were recorded: their links may repeat the
   // classes'.)
-  uint64_t link_count() const {
-    return uint64_t{topology_->rank_count()} * (classes_.size() + partner_messages_.size());
-  }
+  uint64_t link_count() const;
   // Every such link's statistics, ordered by link id. O(link_count() log) time and memory.
   std::vector<net::LinkStats> expand() const;
   // Totals per dimension over all its links: bytes and busy time.
@@ -55,6 +69,7 @@ class MirrorTraffic {
 
  private:
   struct ClassKey {
+    uint32_t rank_class;
     uint32_t dim;
     uint32_t
         kind;  // Ring: 0 clockwise, 1 anticlockwise; FullyConnected: offset; Switch: 0 up, 1 down
@@ -80,6 +95,7 @@ class MirrorTraffic {
   static uint32_t peak(const std::vector<Interval>& intervals);
 
   struct PartnerMessage {
+    uint32_t rank_class;
     uint32_t dim;
     uint32_t distance;
     uint64_t bytes;
@@ -89,7 +105,24 @@ class MirrorTraffic {
   // Per-link traffic of the partner messages, keyed by link id (ordered, so output is stable).
   std::map<net::LinkId, ClassTraffic> partner_links() const;
 
+  struct RouteMessage {
+    const RoutePairs* pairs;
+    uint64_t bytes;
+    SimTime start;
+    SimTime end;
+  };
+  // Members of a rank class (every rank when no classes were set).
+  uint64_t class_size(uint32_t rank_class) const {
+    return members_ == nullptr ? topology_->rank_count() : (*members_)[rank_class].size();
+  }
+  net::Rank member(uint32_t rank_class, uint64_t index) const {
+    return members_ == nullptr ? static_cast<net::Rank>(index)
+                               : (*members_)[rank_class][static_cast<size_t>(index)];
+  }
+
   const net::Topology* topology_;
+  const std::vector<std::vector<net::Rank>>* members_ = nullptr;
+  std::vector<RouteMessage> route_messages_;
   std::map<ClassKey, ClassTraffic> classes_;
   std::vector<PartnerMessage> partner_messages_;
 };

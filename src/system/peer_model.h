@@ -16,12 +16,22 @@
 //   (mirror_traffic.h). With `through_network` the representative's message goes through the
 //   (congestion-aware) backend instead and its delivery stands for the arrival of the mirror.
 //
-// A later model may simulate one representative per class of alike ranks; it implements the same
-// calls (the engine is unchanged).
+// - rank classes (make_class_peer_model, sim/rank_classes.h decides when it is exact): the
+//   smallest member of each class of alike ranks runs for its class. Within a class it is mirror
+//   mode (every collective's group lies inside one class); a point-to-point message from a
+//   representative to a member d of class D arrives at D's representative as from the member of
+//   the sender's class that sends it the corresponding message, after the analytical delay (a
+//   table built when the classes were decided). A collective over a group across classes runs
+//   among the representatives, its messages as addressed after the analytical delay, each
+//   standing for the copies of every group it represents. With one class of every rank it is
+//   mirror mode.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
+#include <vector>
 
 #include "core/time.h"
 #include "network/network_backend.h"
@@ -61,6 +71,28 @@ struct MessageFate {
   uint64_t copies = 1;  // messages of the whole run it stands for (the run's message count)
 };
 
+// Rank classes for make_class_peer_model (built by sim/rank_classes.h).
+struct ClassPlan {
+  std::vector<uint32_t> class_of;          // per rank
+  std::vector<std::vector<Rank>> members;  // per class, ascending; members[c].front() runs
+  // A point-to-point message a representative sends to `dst` with `tag`: it arrives at
+  // `arrives_at` (the representative of dst's class) as from `arrives_from`; p2p_pairs[pairs] is
+  // every member's (sender, destination) of that message, for link statistics.
+  struct P2pRoute {
+    Rank arrives_from = 0;
+    Rank arrives_at = 0;
+    uint32_t pairs = 0;
+  };
+  std::map<std::tuple<Rank, Rank, int64_t>, P2pRoute> p2p;  // by (representative, dst, tag)
+  // Collective messages between representatives (groups across classes run for real among
+  // them): p2p_pairs[direct[{src, dst}]] is every (sender, destination) that message stands for.
+  std::map<std::pair<Rank, Rank>, uint32_t> direct;
+  // Ring messages of groups inside one class that are not sub-grids of the network (one ring over
+  // the group): p2p_pairs[flat[{representative, its neighbour}]] is every member's message.
+  std::map<std::pair<Rank, Rank>, uint32_t> flat;
+  std::vector<MirrorTraffic::RoutePairs> p2p_pairs;
+};
+
 class PeerModel {
  public:
   virtual ~PeerModel() = default;
@@ -78,6 +110,11 @@ class PeerModel {
   // `dim` (up), or from that switch down to `rank`. Transport and copies are used.
   virtual MessageFate route_switch_hop(Rank rank, uint32_t dim, bool up, uint64_t bytes,
                                        SimTime now) = 0;
+  // The fate of a workload point-to-point message from simulated `src` to `dst`, sent now.
+  // Default: through the network, as addressed.
+  virtual MessageFate route_p2p(Rank src, Rank dst, int64_t tag, uint64_t bytes, SimTime now);
+  // A message through the network from `src` to `dst`, delivered there as from `src`.
+  static MessageFate as_addressed(Rank src, Rank dst);
   // Members of the switch of `dim` under `rank` whose data the switch waits for.
   virtual uint32_t switch_participants(Rank rank, uint32_t dim) const = 0;
   // The link use of the ranks not simulated, when the model records it.
@@ -94,5 +131,11 @@ std::unique_ptr<PeerModel> make_full_peer_model(const net::Topology& topology);
 // model computes itself. `topology` must outlive the model.
 std::unique_ptr<PeerModel> make_mirror_peer_model(const net::Topology& topology,
                                                   net::TimeRounding rounding, bool through_network);
+
+// One representative per class of `plan` runs (see above). `plan` and `topology` must outlive the
+// model; delays are the analytical backend's under `rounding`.
+std::unique_ptr<PeerModel> make_class_peer_model(const net::Topology& topology,
+                                                 net::TimeRounding rounding,
+                                                 std::shared_ptr<const ClassPlan> plan);
 
 }  // namespace orrery::sys

@@ -88,6 +88,8 @@ struct RunInputs {
   std::string comm_groups;    // communicator-group JSON ("" = none)
   std::string remote_memory;  // remote memory JSON ("" = none)
   sim::RunSettings settings;
+  // Communicator groups given as they are (a generator's), instead of comm_groups' text.
+  std::shared_ptr<const chakra::CommGroups> groups;
 };
 
 inline Expected<sim::Scenario> make_scenario(const RunInputs& in) {
@@ -102,6 +104,7 @@ inline Expected<sim::Scenario> make_scenario(const RunInputs& in) {
   const uint32_t ranks = network->logical.rank_count();
   inputs.network = std::make_shared<const net::NetworkDescription>(std::move(*network));
   inputs.network_name = "net.yml";
+  if (in.groups) inputs.comm_groups = in.groups;
   if (!in.comm_groups.empty()) {
     auto groups = std::make_shared<chakra::CommGroups>(ranks);
     if (Status status = chakra::parse_comm_group_text("groups.json", in.comm_groups, *groups);

@@ -1,0 +1,705 @@
+#include "sim/rank_classes.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+#include <span>
+#include <string_view>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/parallel.h"
+#include "sim/symmetry.h"
+#include "system/collective.h"
+
+namespace orrery::sim {
+
+namespace {
+
+using chakra::NodeIndex;
+using chakra::TraceGraph;
+using net::Rank;
+
+// Attribute values that may differ between members of a class.
+constexpr std::array<std::string_view, 4> kPeerAttributes = {"comm_src", "comm_dst", "comm_tag",
+                                                             "pg_name"};
+// More distinct traces than this: the run is not made of a few behaviours.
+constexpr uint32_t kMaxTraceColours = 4096;
+
+enum class CommKind : uint8_t { kSend, kRecv, kCollective };
+
+// A communication node of one rank's trace, in file order.
+struct CommNode {
+  CommKind kind = CommKind::kSend;
+  NodeIndex node = 0;
+  uint32_t peer = 0;  // send: destination; receive: source; collective: engine group id
+  int64_t tag = 0;
+};
+
+// The (peer, tag) blocks of a rank's sends or receives: the first of its comm nodes with that
+// (peer, tag) and how many there are, sorted by (peer, tag).
+struct Block {
+  uint32_t peer;
+  int64_t tag;
+  uint32_t head;  // index into the rank's comm nodes
+  uint32_t count;
+  bool operator<(const Block& other) const {
+    return std::tie(peer, tag) < std::tie(other.peer, other.tag);
+  }
+};
+
+struct RankComm {
+  std::span<const CommNode> nodes;  // its graph's (graph_comm), not copied per rank
+  std::vector<uint32_t> label;  // per comm node: the head of its block (collectives: itself)
+  std::vector<Block> sends;
+  std::vector<Block> recvs;
+};
+
+const Block* find_block(const std::vector<Block>& blocks, uint32_t peer, int64_t tag) {
+  const Block key{peer, tag, 0, 0};
+  auto found = std::lower_bound(blocks.begin(), blocks.end(), key);
+  if (found == blocks.end() || found->peer != peer || found->tag != tag) return nullptr;
+  return &*found;
+}
+
+uint64_t mix(uint64_t hash, uint64_t value) {
+  hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2);
+  return hash;
+}
+
+// What cannot differ between members of a class, cheaply: node types, durations, edge and
+// attribute counts.
+uint64_t fingerprint(const TraceGraph& graph) {
+  uint64_t hash = graph.size();
+  for (NodeIndex node = 0; node < graph.size(); ++node) {
+    hash = mix(hash, static_cast<uint64_t>(graph.type(node)));
+    hash = mix(hash, graph.duration_micros(node));
+    hash = mix(hash, graph.data_deps(node).size() * 131 + graph.ctrl_deps(node).size() * 7 +
+                         graph.attributes(node).size());
+  }
+  return hash;
+}
+
+// The executor issues ready nodes in ascending id order: members must order their ids alike.
+bool same_id_order(const TraceGraph& lhs, const TraceGraph& rhs) {
+  if (lhs.shares_structure(rhs)) return true;
+  bool equal = true;
+  bool ascending = true;
+  for (NodeIndex node = 0; node < lhs.size(); ++node) {
+    equal = equal && lhs.id(node) == rhs.id(node);
+    if (node > 0) {
+      ascending = ascending && lhs.id(node - 1) < lhs.id(node) && rhs.id(node - 1) < rhs.id(node);
+    }
+    if (!equal && !ascending) return false;
+  }
+  return true;
+}
+
+bool alike(const TraceGraph& lhs, const TraceGraph& rhs) {
+  return lhs.size() == rhs.size() && same_id_order(lhs, rhs) &&
+         lhs.same_work_except(rhs, kPeerAttributes);
+}
+
+// The dimensions a group spans exactly, as the collective engine computes them (0: not a
+// sub-grid of the network).
+uint32_t aligned_dims(const std::vector<Rank>& ranks, const net::Topology& topology) {
+  const uint32_t dims = topology.dimension_count();
+  if (ranks.empty()) return 0;
+  const Rank first = ranks.front();
+  uint32_t mask = 0;
+  uint64_t expected = 1;
+  for (uint32_t dim = 0; dim < dims; ++dim) {
+    for (Rank rank : ranks) {
+      if (topology.coordinate(rank, dim) != topology.coordinate(first, dim)) {
+        mask |= 1u << dim;
+        expected *= topology.size(dim);
+        break;
+      }
+    }
+  }
+  if (expected != ranks.size()) return 0;
+  for (Rank rank : ranks) {
+    for (uint32_t dim = 0; dim < dims; ++dim) {
+      if ((mask & (1u << dim)) == 0 &&
+          topology.coordinate(rank, dim) != topology.coordinate(first, dim)) {
+        return 0;
+      }
+    }
+  }
+  return mask;
+}
+
+// The analytical delay's geometry: the lowest dimension in which the endpoints differ and the
+// hops there.
+std::pair<uint32_t, uint32_t> geometry(const net::Topology& topology, Rank src, Rank dst) {
+  const uint32_t dim = topology.lowest_differing_dimension(src, dst);
+  if (dim == net::kNoDimension) return {dim, 0};
+  return {dim, topology.hops(dim, topology.coordinate(src, dim), topology.coordinate(dst, dim))};
+}
+
+struct Failure {
+  std::string reason;
+};
+
+}  // namespace
+
+RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
+  RankClassVerdict verdict;
+  auto no = [&](std::string reason) {
+    verdict.ok = false;
+    verdict.reason = std::move(reason);
+    verdict.plan.reset();
+    return verdict;
+  };
+  const chakra::TraceSet& traces = *in.traces;
+  const net::Topology& topology = *in.topology;
+  const std::vector<std::vector<Rank>>& groups = *in.group_ranks;
+  const uint32_t rank_count = topology.rank_count();
+  if (traces.rank_count() != rank_count && !traces.uniform()) {
+    return no("the traces and the network differ in rank count");
+  }
+  if (topology.dimension_count() >= 32) return no("more than 31 network dimensions");
+
+  // ---- 1. a colour per distinct trace, up to ids, peers, tags and group names ----
+  const uint32_t graph_count = traces.graph_count();
+  std::vector<uint64_t> prints(graph_count);
+  {
+    // Graphs sharing their tables share types, durations and edges: one fingerprint each.
+    std::vector<uint32_t> first_of(graph_count);
+    std::map<const void*, uint32_t> by_structure;
+    for (uint32_t index = 0; index < graph_count; ++index) {
+      first_of[index] =
+          by_structure.try_emplace(traces.graph(index).structure(), index).first->second;
+    }
+    parallel_for(graph_count, in.threads, [&](size_t index) {
+      if (first_of[index] == index)
+        prints[index] = fingerprint(traces.graph(static_cast<uint32_t>(index)));
+    });
+    for (uint32_t index = 0; index < graph_count; ++index) prints[index] = prints[first_of[index]];
+  }
+  std::vector<uint32_t> graph_colour(graph_count, UINT32_MAX);
+  uint32_t colours = 0;
+  {
+    std::map<uint64_t, std::vector<uint32_t>> buckets;
+    for (uint32_t index = 0; index < graph_count; ++index) buckets[prints[index]].push_back(index);
+    for (auto& [print, members] : buckets) {
+      std::vector<uint32_t> left = members;
+      while (!left.empty()) {
+        if (colours >= kMaxTraceColours) {
+          return no(fmt::format("more than {} distinct traces", kMaxTraceColours));
+        }
+        const uint32_t colour = colours++;
+        const TraceGraph& model = traces.graph(left.front());
+        graph_colour[left.front()] = colour;
+        std::vector<uint8_t> same(left.size(), 0);
+        parallel_for(left.size() - 1, in.threads, [&](size_t idx) {
+          same[idx + 1] = alike(model, traces.graph(left[idx + 1])) ? 1 : 0;
+        });
+        std::vector<uint32_t> rest;
+        for (size_t idx = 1; idx < left.size(); ++idx) {
+          if (same[idx]) {
+            graph_colour[left[idx]] = colour;
+          } else {
+            rest.push_back(left[idx]);
+          }
+        }
+        left = std::move(rest);
+      }
+    }
+  }
+
+  // ---- communication nodes of every distinct graph ----
+  std::vector<std::vector<CommNode>> graph_comm(graph_count);
+  std::vector<std::string> graph_problem(graph_count);
+  bool memory_nodes = false;
+  {
+    std::vector<uint8_t> has_memory(graph_count, 0);
+    parallel_for(graph_count, in.threads, [&](size_t index) {
+      const TraceGraph& graph = traces.graph(static_cast<uint32_t>(index));
+      std::vector<CommNode>& out = graph_comm[index];
+      const chakra::AttributeKey dst_key = graph.key("comm_dst");
+      const chakra::AttributeKey src_key = graph.key("comm_src");
+      const chakra::AttributeKey tag_key = graph.key("comm_tag");
+      const chakra::AttributeKey type_key = graph.key("comm_type");
+      const chakra::AttributeKey pg_key = graph.key("pg_name");
+      auto problem = [&](NodeIndex node, std::string what) {
+        if (graph_problem[index].empty()) {
+          graph_problem[index] =
+              fmt::format("{} node {}: {}", graph.source(), graph.id(node), what);
+        }
+      };
+      for (NodeIndex node = 0; node < graph.size(); ++node) {
+        const int32_t type = graph.type(node);
+        if (type == ChakraProtoMsg::MEM_LOAD_NODE || type == ChakraProtoMsg::MEM_STORE_NODE) {
+          has_memory[index] = 1;
+          continue;
+        }
+        if (type == ChakraProtoMsg::COMM_SEND_NODE || type == ChakraProtoMsg::COMM_RECV_NODE) {
+          const bool send = type == ChakraProtoMsg::COMM_SEND_NODE;
+          Expected<std::optional<uint64_t>> peer = graph.get_uint(node, send ? dst_key : src_key);
+          Expected<int64_t> tag = graph.get_int_or(node, tag_key, 0);
+          if (!peer || !peer->has_value() || **peer >= rank_count || !tag) {
+            problem(node, "a point-to-point node without a valid peer or tag");
+            continue;
+          }
+          out.push_back({send ? CommKind::kSend : CommKind::kRecv, node,
+                         static_cast<uint32_t>(**peer), *tag});
+          continue;
+        }
+        if (type != ChakraProtoMsg::COMM_COLL_NODE) continue;
+        Expected<std::optional<int64_t>> comm_type = graph.get_int(node, type_key);
+        if (!comm_type || !comm_type->has_value()) continue;  // host-side work, no collective
+        const std::optional<sys::CollectiveType> collective =
+            sys::collective_from_chakra(**comm_type);
+        if (!collective) {
+          problem(node, "an unknown collective");
+          continue;
+        }
+        switch (*collective) {
+          case sys::CollectiveType::kAllReduce:
+          case sys::CollectiveType::kReduceScatter:
+          case sys::CollectiveType::kAllGather:
+          case sys::CollectiveType::kAllToAll:
+            break;
+          default:
+            problem(node,
+                    fmt::format("a {} (rooted at one rank)", sys::collective_name(*collective)));
+            continue;
+        }
+        Expected<std::optional<std::string_view>> pg = graph.get_string(node, pg_key);
+        const std::string name = pg && pg->has_value() ? std::string(**pg) : "";
+        auto group = in.group_ids->find(name);
+        if (!pg || group == in.group_ids->end()) {
+          problem(node, fmt::format("pg_name '{}' names no communicator group", name));
+          continue;
+        }
+        out.push_back({CommKind::kCollective, node, group->second, 0});
+      }
+    });
+    for (uint32_t index = 0; index < graph_count; ++index) {
+      if (!graph_problem[index].empty()) return no(graph_problem[index]);
+      memory_nodes = memory_nodes || has_memory[index] != 0;
+    }
+  }
+  if (memory_nodes && in.shared_memory_pools) return no("memory nodes share a pool");
+
+  // ---- the collective types used, and their algorithms ----
+  {
+    bool uses[4] = {false, false, false, false};
+    for (uint32_t index = 0; index < graph_count; ++index) {
+      const TraceGraph& graph = traces.graph(index);
+      const chakra::AttributeKey type_key = graph.key("comm_type");
+      for (const CommNode& comm : graph_comm[index]) {
+        if (comm.kind != CommKind::kCollective) continue;
+        const auto collective = sys::collective_from_chakra(**graph.get_int(comm.node, type_key));
+        uses[*collective == sys::CollectiveType::kAllReduce       ? 0
+             : *collective == sys::CollectiveType::kReduceScatter ? 1
+             : *collective == sys::CollectiveType::kAllGather     ? 2
+                                                                  : 3] = true;
+      }
+    }
+    const sys::SystemConfig& system = *in.system;
+    const std::vector<sys::Algorithm>* lists[4] = {&system.all_reduce, &system.reduce_scatter,
+                                                   &system.all_gather, &system.all_to_all};
+    const std::vector<std::string>* custom[4] = {
+        &system.all_reduce_custom, &system.reduce_scatter_custom, &system.all_gather_custom,
+        &system.all_to_all_custom};
+    for (int kind = 0; kind < 4; ++kind) {
+      if (!uses[kind]) continue;
+      if (!custom[kind]->empty()) return no("a custom collective graph");
+      const std::vector<sys::Algorithm>& list = *lists[kind];
+      for (uint32_t dim = 0; dim < list.size() && dim < topology.dimension_count(); ++dim) {
+        if (std::string problem = algorithm_problem(list[dim], dim, topology); !problem.empty()) {
+          return no(std::move(problem));
+        }
+      }
+    }
+  }
+
+  // ---- 2. colour refinement by the colours of point-to-point peers ----
+  std::vector<uint32_t> colour(rank_count);
+  for (Rank rank = 0; rank < rank_count; ++rank)
+    colour[rank] = graph_colour[traces.graph_index(rank)];
+  const std::vector<uint32_t> trace_colour = colour;
+  {
+    uint32_t count = 0;
+    {
+      std::set<uint32_t> distinct(colour.begin(), colour.end());
+      count = static_cast<uint32_t>(distinct.size());
+    }
+    std::vector<uint32_t> signature;
+    for (uint32_t round = 0; round < rank_count; ++round) {
+      std::map<std::vector<uint32_t>, uint32_t> numbers;
+      std::vector<uint32_t> next(rank_count);
+      for (Rank rank = 0; rank < rank_count; ++rank) {
+        signature.clear();
+        signature.push_back(colour[rank]);
+        for (const CommNode& comm : graph_comm[traces.graph_index(rank)]) {
+          if (comm.kind != CommKind::kCollective) signature.push_back(colour[comm.peer]);
+        }
+        next[rank] =
+            numbers.try_emplace(signature, static_cast<uint32_t>(numbers.size())).first->second;
+      }
+      colour = std::move(next);
+      const auto refined = static_cast<uint32_t>(numbers.size());
+      if (refined == count) break;  // refinement only splits: the same count is stable
+      count = refined;
+    }
+  }
+
+  // ---- the classes, numbered by their smallest member ----
+  auto plan = std::make_shared<sys::ClassPlan>();
+  plan->class_of.assign(rank_count, UINT32_MAX);
+  {
+    std::map<uint32_t, uint32_t> class_of_colour;
+    for (Rank rank = 0; rank < rank_count; ++rank) {
+      auto [entry, inserted] =
+          class_of_colour.try_emplace(colour[rank], static_cast<uint32_t>(plan->members.size()));
+      if (inserted) plan->members.emplace_back();
+      plan->members[entry->second].push_back(rank);
+      plan->class_of[rank] = entry->second;
+    }
+  }
+  const auto class_count = static_cast<uint32_t>(plan->members.size());
+  verdict.classes = class_count;
+  if (class_count == rank_count)
+    return no("no two ranks behave alike (every rank is its own class)");
+
+  // ---- per rank: blocks of sends and receives by (peer, tag) ----
+  std::vector<RankComm> comm(rank_count);
+  parallel_for(rank_count, in.threads, [&](size_t index) {
+    const auto rank = static_cast<Rank>(index);
+    RankComm& mine = comm[rank];
+    mine.nodes = graph_comm[traces.graph_index(rank)];
+    mine.label.resize(mine.nodes.size());
+    for (uint32_t k = 0; k < mine.nodes.size(); ++k) {
+      const CommNode& node = mine.nodes[k];
+      mine.label[k] = k;
+      if (node.kind == CommKind::kCollective) continue;
+      std::vector<Block>& blocks = node.kind == CommKind::kSend ? mine.sends : mine.recvs;
+      blocks.push_back({node.peer, node.tag, k, 1});
+    }
+    for (std::vector<Block>* blocks : {&mine.sends, &mine.recvs}) {
+      std::stable_sort(blocks->begin(), blocks->end());
+      std::vector<Block> merged;
+      for (const Block& block : *blocks) {
+        if (!merged.empty() && merged.back().peer == block.peer && merged.back().tag == block.tag) {
+          ++merged.back().count;
+          mine.label[block.head] = merged.back().head;
+        } else {
+          merged.push_back(block);
+        }
+      }
+      *blocks = std::move(merged);
+    }
+  });
+
+  // ---- 3. verification ----
+  const uint32_t group_count = static_cast<uint32_t>(groups.size());
+  std::vector<uint32_t> group_mask(group_count, 0);
+  std::vector<uint32_t> group_class(group_count, UINT32_MAX);  // UINT32_MAX - 1: mixed
+  constexpr uint32_t kMixed = UINT32_MAX - 1;
+  for (uint32_t group = 0; group < group_count; ++group) {
+    const std::vector<Rank>& ranks = groups[group];
+    group_mask[group] = aligned_dims(ranks, topology);
+    for (Rank rank : ranks) {
+      const uint32_t c = plan->class_of[rank];
+      if (group_class[group] == UINT32_MAX) {
+        group_class[group] = c;
+      } else if (group_class[group] != c) {
+        group_class[group] = kMixed;
+      }
+    }
+  }
+  auto group_name = [&](uint32_t group) {
+    for (const auto& [name, id] : *in.group_ids) {
+      if (id == group) return name.empty() ? std::string("all ranks") : fmt::format("'{}'", name);
+    }
+    return fmt::format("#{}", group);
+  };
+  // Why the members of a mixed group are in different classes.
+  auto mixed_reason = [&](uint32_t group, Rank at, NodeIndex node) {
+    const std::vector<Rank>& ranks = groups[group];
+    Rank other = ranks.front();
+    for (Rank rank : ranks) {
+      if (plan->class_of[rank] != plan->class_of[at]) {
+        other = rank;
+        break;
+      }
+    }
+    const std::string why =
+        trace_colour[at] != trace_colour[other]
+            ? "their traces differ (compute, durations or other attributes)"
+            : "they exchange point-to-point messages with ranks of different classes";
+    return fmt::format(
+        "the collective at rank {} node {} runs over group {}, whose ranks {} and {} are in "
+        "different classes: {}",
+        at, traces.rank_graph(at).id(node), group_name(group), at, other, why);
+  };
+  // Dimensions where some collective runs in-switch (its switch waits for every member).
+  uint32_t in_switch = 0;
+  for (const std::vector<sys::Algorithm>* list :
+       {&in.system->all_reduce, &in.system->reduce_scatter, &in.system->all_gather,
+        &in.system->all_to_all}) {
+    for (uint32_t dim = 0; dim < list->size() && dim < 32; ++dim) {
+      if ((*list)[dim].kind == sys::AlgorithmKind::kInSwitch) in_switch |= 1u << dim;
+    }
+  }
+  constexpr size_t kMaxCrossGroup = 64;
+  auto cross_problem = [&](uint32_t group, uint32_t rep_group) -> std::string {
+    const std::vector<Rank>& ranks = groups[group];
+    const std::vector<Rank>& reps = groups[rep_group];
+    if (ranks.size() != reps.size()) return "its representatives' group differs in size";
+    if (ranks.size() > kMaxCrossGroup) {
+      return fmt::format("more than {} members across classes", kMaxCrossGroup);
+    }
+    for (size_t pos = 0; pos < ranks.size(); ++pos) {
+      const uint32_t c = plan->class_of[ranks[pos]];
+      if (plan->class_of[reps[pos]] != c || plan->members[c].front() != reps[pos]) {
+        return fmt::format(
+            "rank {} of its representatives' group is not the representative of "
+            "rank {}'s class",
+            reps[pos], ranks[pos]);
+      }
+    }
+    if (group_mask[group] != group_mask[rep_group]) return "the groups span different dimensions";
+    if ((group_mask[group] & in_switch) != 0) return "an in-switch collective across classes";
+    for (size_t lhs = 0; lhs < ranks.size(); ++lhs) {
+      for (size_t rhs = 0; rhs < ranks.size(); ++rhs) {
+        if (geometry(topology, ranks[lhs], ranks[rhs]) !=
+            geometry(topology, reps[lhs], reps[rhs])) {
+          return fmt::format("ranks {} and {} are at another distance than {} and {}", ranks[lhs],
+                             ranks[rhs], reps[lhs], reps[rhs]);
+        }
+      }
+    }
+    return "";
+  };
+  constexpr size_t kMaxFlatGroup = 4096;
+  auto flat_problem = [&](uint32_t group, uint32_t rep_group) -> std::string {
+    const std::vector<Rank>& ranks = groups[group];
+    const std::vector<Rank>& reps = groups[rep_group];
+    const size_t n = ranks.size();
+    if (reps.size() != n || group_mask[rep_group] != 0) return "its representative's differs";
+    if (n > kMaxFlatGroup) return fmt::format("has more than {} members", kMaxFlatGroup);
+    for (const size_t offset : {size_t{1}, n - 1}) {
+      const auto distance = geometry(topology, reps[0], reps[offset]);
+      for (size_t pos = 0; pos < n; ++pos) {
+        if (geometry(topology, ranks[pos], ranks[(pos + offset) % n]) != distance) {
+          return fmt::format("rank {} is at another distance from its ring neighbour than rank {}",
+                             ranks[pos], reps[0]);
+        }
+      }
+    }
+    return "";
+  };
+  verdict.group_representative.assign(group_count, kNoGroupId);
+  std::vector<uint32_t> reverse(group_count, kNoGroupId);
+  std::vector<uint32_t> touched;
+  std::vector<uint64_t> stamp(rank_count, 0);
+  uint64_t stamp_value = 0;
+  std::set<std::tuple<Rank, Rank, int64_t>> arrivals;
+  for (uint32_t c = 0; c < class_count; ++c) {
+    const std::vector<Rank>& members = plan->members[c];
+    const Rank rep = members.front();
+    const RankComm& model = comm[rep];
+    for (Rank rank : members) {
+      if (comm[rank].nodes.size() != model.nodes.size() || comm[rank].label != model.label) {
+        return no(fmt::format(
+            "ranks {} and {} address their point-to-point messages differently (which sends "
+            "share a destination and tag)",
+            rep, rank));
+      }
+    }
+    // Collectives: groups inside the class, aligned alike, in one-to-one correspondence.
+    for (Rank rank : members) {
+      const RankComm& mine = comm[rank];
+      for (uint32_t k = 0; k < mine.nodes.size(); ++k) {
+        if (mine.nodes[k].kind != CommKind::kCollective) continue;
+        const uint32_t group = mine.nodes[k].peer;
+        const uint32_t rep_group = model.nodes[k].peer;
+        const std::vector<Rank>& ranks = groups[group];
+        const NodeIndex node = mine.nodes[k].node;
+        if (!std::binary_search(ranks.begin(), ranks.end(), rank)) {
+          return no(
+              fmt::format("rank {} node {} runs a collective over group {}, which does not "
+                          "contain it",
+                          rank, traces.rank_graph(rank).id(node), group_name(group)));
+        }
+        if (group_class[group] != c) {
+          // A group across classes runs for real among representatives: its representatives'
+          // group must hold, position by position, the representative of each member's class,
+          // at the same distances, and decompose alike.
+          if (std::string problem = cross_problem(group, rep_group); !problem.empty()) {
+            return no(fmt::format("{} ({})", mixed_reason(group, rank, node), problem));
+          }
+        } else if (ranks.size() > 1 && group_mask[group] == 0) {
+          // Not a sub-grid: one ring over the group's ranks. Exact when every member is as far
+          // from its ring neighbours as the representative is from its own.
+          if (std::string problem = flat_problem(group, rep_group); !problem.empty()) {
+            return no(
+                fmt::format("group {} (rank {} node {}) is not a sub-grid of the network "
+                            "and {}",
+                            group_name(group), rank, traces.rank_graph(rank).id(node), problem));
+          }
+        }
+        if (group_mask[group] != group_mask[rep_group] ||
+            groups[group].size() != groups[rep_group].size()) {
+          return no(
+              fmt::format("groups {} and {} (node {} of ranks {} and {}) span different "
+                          "dimensions",
+                          group_name(group), group_name(rep_group),
+                          traces.rank_graph(rank).id(node), rank, rep));
+        }
+        uint32_t& stands_for = verdict.group_representative[group];
+        if (stands_for == kNoGroupId) stands_for = rep_group;
+        if (stands_for != rep_group ||
+            (reverse[rep_group] != kNoGroupId && reverse[rep_group] != group)) {
+          return no(
+              fmt::format("rank {} uses its groups at other nodes than rank {} does (group "
+                          "{} at node {})",
+                          rank, rep, group_name(group), traces.rank_graph(rank).id(node)));
+        }
+        if (reverse[rep_group] == kNoGroupId) touched.push_back(rep_group);
+        reverse[rep_group] = group;
+      }
+      for (uint32_t group : touched) reverse[group] = kNoGroupId;
+      touched.clear();
+    }
+    // Point-to-point: one class at the other end, injectively, at one distance.
+    for (uint32_t k = 0; k < model.nodes.size(); ++k) {
+      const CommNode& head = model.nodes[k];
+      if (head.kind == CommKind::kCollective) continue;
+      const bool send = head.kind == CommKind::kSend;
+      const uint32_t other_class = plan->class_of[head.peer];
+      const auto distance = geometry(topology, rep, head.peer);
+      ++stamp_value;
+      for (Rank rank : members) {
+        const CommNode& mine = comm[rank].nodes[k];
+        const NodeIndex node = mine.node;
+        if (plan->class_of[mine.peer] != other_class) {
+          return no(fmt::format("rank {} node {} and rank {} exchange with different classes", rank,
+                                traces.rank_graph(rank).id(node), rep));
+        }
+        if (geometry(topology, rank, mine.peer) != distance) {
+          return no(
+              fmt::format("the message of rank {} node {} travels another distance than rank {}'s",
+                          rank, traces.rank_graph(rank).id(node), rep));
+        }
+        if (stamp[mine.peer] == stamp_value) {
+          return no(
+              fmt::format("two ranks of one class {} rank {} at the same node (rank {} node {})",
+                          send ? "send to" : "receive from", mine.peer, rank,
+                          traces.rank_graph(rank).id(node)));
+        }
+        stamp[mine.peer] = stamp_value;
+      }
+      if (!send || model.label[k] != k) continue;
+      // A block head of sends: where it arrives, and as from whom.
+      const Block* own = find_block(comm[rep].sends, head.peer, head.tag);
+      uint32_t receive_head = UINT32_MAX;
+      sys::MirrorTraffic::RoutePairs pairs;
+      pairs.reserve(members.size());
+      for (Rank rank : members) {
+        const CommNode& mine = comm[rank].nodes[k];
+        const Block* block = find_block(comm[mine.peer].recvs, rank, mine.tag);
+        const Block* sent = find_block(comm[rank].sends, mine.peer, mine.tag);
+        if (own == nullptr || block == nullptr || sent == nullptr || block->count != sent->count ||
+            sent->count != own->count) {
+          return no(
+              fmt::format("rank {} node {}: its sends to rank {} (tag {}) are not matched "
+                          "one for one by receives there",
+                          rank, traces.rank_graph(rank).id(mine.node), mine.peer, mine.tag));
+        }
+        if (receive_head == UINT32_MAX) receive_head = block->head;
+        if (block->head != receive_head) {
+          return no(
+              fmt::format("ranks {} and {} are received at different nodes of their "
+                          "destinations",
+                          rep, rank));
+        }
+        pairs.emplace_back(rank, mine.peer);
+      }
+      const Rank destination_rep = plan->members[other_class].front();
+      const CommNode& arrival = comm[destination_rep].nodes[receive_head];
+      const Rank sigma = arrival.peer;
+      const Block* sigma_block = find_block(comm[sigma].sends, destination_rep, arrival.tag);
+      if (arrival.tag != head.tag || sigma_block == nullptr || sigma_block->head != k ||
+          plan->class_of[sigma] != c) {
+        return no(
+            fmt::format("rank {}'s messages to rank {} (tag {}) have no counterpart that "
+                        "reaches rank {}",
+                        rep, head.peer, head.tag, destination_rep));
+      }
+      if (!arrivals.emplace(sigma, destination_rep, head.tag).second) {
+        return no(fmt::format("two messages of rank {} would arrive at rank {} as from rank {}",
+                              rep, destination_rep, sigma));
+      }
+      plan->p2p[{rep, head.peer, head.tag}] = {sigma, destination_rep,
+                                               static_cast<uint32_t>(plan->p2p_pairs.size())};
+      plan->p2p_pairs.push_back(std::move(pairs));
+    }
+  }
+  // Messages of groups across classes go from representative to representative as addressed;
+  // every group they stand for sends its own copy.
+  std::map<std::pair<Rank, Rank>, uint32_t> direct_owner;
+  for (uint32_t group = 0; group < group_count; ++group) {
+    const uint32_t rep_group = verdict.group_representative[group];
+    if (rep_group == kNoGroupId || group_class[rep_group] != kMixed) continue;
+    const std::vector<Rank>& ranks = groups[group];
+    const std::vector<Rank>& reps = groups[rep_group];
+    for (size_t lhs = 0; lhs < ranks.size(); ++lhs) {
+      for (size_t rhs = 0; rhs < ranks.size(); ++rhs) {
+        if (lhs == rhs) continue;
+        const std::pair<Rank, Rank> key{reps[lhs], reps[rhs]};
+        auto [owner, inserted] = direct_owner.try_emplace(key, rep_group);
+        if (owner->second != rep_group) {
+          return no(
+              fmt::format("ranks {} and {} are representatives in two groups across classes "
+                          "({} and {})",
+                          key.first, key.second, group_name(owner->second), group_name(rep_group)));
+        }
+        auto [entry, fresh] =
+            plan->direct.try_emplace(key, static_cast<uint32_t>(plan->p2p_pairs.size()));
+        if (fresh) plan->p2p_pairs.emplace_back();
+        plan->p2p_pairs[entry->second].emplace_back(ranks[lhs], ranks[rhs]);
+      }
+    }
+  }
+  // Ring neighbours in groups that are not sub-grids: every member's message, for link
+  // statistics (the representative is the group's first rank).
+  std::map<std::pair<Rank, Rank>, uint32_t> flat_owner;
+  for (uint32_t group = 0; group < group_count; ++group) {
+    const uint32_t rep_group = verdict.group_representative[group];
+    if (rep_group == kNoGroupId || group_class[rep_group] == kMixed || group_mask[group] != 0) {
+      continue;
+    }
+    const std::vector<Rank>& ranks = groups[group];
+    const std::vector<Rank>& reps = groups[rep_group];
+    const size_t n = ranks.size();
+    if (n < 2) continue;
+    std::vector<size_t> offsets{1};
+    if (n > 2) offsets.push_back(n - 1);
+    for (const size_t offset : offsets) {
+      const std::pair<Rank, Rank> key{reps[0], reps[offset]};
+      auto [owner, inserted] = flat_owner.try_emplace(key, rep_group);
+      if (owner->second != rep_group) {
+        return no(fmt::format("rank {} has rank {} as a ring neighbour in two groups ({} and {})",
+                              key.first, key.second, group_name(owner->second),
+                              group_name(rep_group)));
+      }
+      auto [entry, fresh] =
+          plan->flat.try_emplace(key, static_cast<uint32_t>(plan->p2p_pairs.size()));
+      if (fresh) plan->p2p_pairs.emplace_back();
+      for (size_t pos = 0; pos < n; ++pos) {
+        plan->p2p_pairs[entry->second].emplace_back(ranks[pos], ranks[(pos + offset) % n]);
+      }
+    }
+  }
+  verdict.ok = true;
+  verdict.plan = std::move(plan);
+  return verdict;
+}
+
+}  // namespace orrery::sim
