@@ -24,7 +24,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::gen {
-namespace {
+namespace llm_order_test {
 
 using chakra::NodeIndex;
 using test::tiny_gpt;
@@ -424,5 +424,5 @@ TEST(LlmOrder, soak_run_1230_finishes_under_flow_on_the_fat_tree) {
       "flow");
 }
 
-}  // namespace
+}  // namespace llm_order_test
 }  // namespace orrery::gen

@@ -17,7 +17,7 @@
 #include "sim/sim_test_support.h"
 
 namespace orrery::sim {
-namespace {
+namespace rank_classes_test {
 
 using ChakraProtoMsg::Node;
 
@@ -497,5 +497,5 @@ TEST(RankClasses, randomized_generated_plans_give_what_full_simulation_gives) {
   EXPECT_GT(modes["classes"], cases / 10);
 }
 
-}  // namespace
+}  // namespace rank_classes_test
 }  // namespace orrery::sim
