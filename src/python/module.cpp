@@ -476,7 +476,7 @@ std::shared_ptr<const net::NetworkDescription> replace_dimensions(
       dims[dim].latency = SimTime::from_ps(std::llround(ns[dim] * 1000.0));
     }
   }
-  net::NetworkDescription changed{unwrap(net::Topology::create(std::move(dims))), nullptr};
+  net::NetworkDescription changed{unwrap(net::Topology::create(std::move(dims))), nullptr, {}};
   return std::make_shared<const net::NetworkDescription>(std::move(changed));
 }
 
