@@ -30,7 +30,8 @@ constexpr ExternalVerb kExternalVerbs[] = {
     {"replay", "Replay a PyTorch execution trace as a runnable benchmark (libtorch, MPI)"},
     {"synth", "Train a generative model of traces (LayerDAG) and sample synthetic traces"},
     {"partition", "Partition a trained network over workers for parallel inference (RePurpose)"},
-    {"sweep", "Explore cluster designs (COMET): sweep models, clusters and plans into SQLite (MPI)"},
+    {"sweep",
+     "Explore cluster designs (COMET): sweep models, clusters and plans into SQLite (MPI)"},
 };
 
 // Runs orrery-<verb> from this executable's folder with the remaining arguments; returns only

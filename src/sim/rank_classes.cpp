@@ -51,7 +51,7 @@ struct Block {
 
 struct RankComm {
   std::span<const CommNode> nodes;  // its graph's (graph_comm), not copied per rank
-  std::vector<uint32_t> label;  // per comm node: the head of its block (collectives: itself)
+  std::vector<uint32_t> label;      // per comm node: the head of its block (collectives: itself)
   std::vector<Block> sends;
   std::vector<Block> recvs;
 };
