@@ -299,21 +299,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
                                                                   : 3] = true;
       }
     }
-    const sys::SystemConfig& system = *in.system;
-    const std::vector<sys::Algorithm>* lists[4] = {&system.all_reduce, &system.reduce_scatter,
-                                                   &system.all_gather, &system.all_to_all};
-    const std::vector<std::string>* custom[4] = {
-        &system.all_reduce_custom, &system.reduce_scatter_custom, &system.all_gather_custom,
-        &system.all_to_all_custom};
-    for (int kind = 0; kind < 4; ++kind) {
-      if (!uses[kind]) continue;
-      if (!custom[kind]->empty()) return no("a custom collective graph");
-      const std::vector<sys::Algorithm>& list = *lists[kind];
-      for (uint32_t dim = 0; dim < list.size() && dim < topology.dimension_count(); ++dim) {
-        if (std::string problem = algorithm_problem(list[dim], dim, topology); !problem.empty()) {
-          return no(std::move(problem));
-        }
-      }
+    if (std::string problem =
+            algorithm_lists_problem(uses, *in.system, topology, /*congestion_aware=*/false);
+        !problem.empty()) {
+      return no(std::move(problem));
     }
   }
 

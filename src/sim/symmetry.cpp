@@ -31,6 +31,39 @@ std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
   }
 }
 
+std::string algorithm_lists_problem(const bool (&uses)[4], const sys::SystemConfig& system,
+                                    const net::Topology& topology, bool congestion_aware) {
+  const std::vector<sys::Algorithm>* lists[4] = {&system.all_reduce, &system.reduce_scatter,
+                                                 &system.all_gather, &system.all_to_all};
+  const std::vector<std::string>* custom[4] = {
+      &system.all_reduce_custom, &system.reduce_scatter_custom, &system.all_gather_custom,
+      &system.all_to_all_custom};
+  for (int kind = 0; kind < 4; ++kind) {
+    if (!uses[kind]) continue;
+    if (!custom[kind]->empty()) return "a custom collective graph";
+    const std::vector<sys::Algorithm>& list = *lists[kind];
+    for (uint32_t dim = 0; dim < list.size() && dim < topology.dimension_count(); ++dim) {
+      // The reduce-scatter and all-gather halves of a hierarchical all-reduce use the all-reduce
+      // list, which is checked as well when all-reduce is used.
+      if (std::string problem = algorithm_problem(list[dim], dim, topology); !problem.empty()) {
+        return problem;
+      }
+      if (congestion_aware && topology.size(dim) > 1) {
+        // Every message one hop: to a ring neighbour, or any peer of a FullyConnected dimension.
+        const sys::AlgorithmKind algorithm = list[dim].kind;
+        const bool one_hop = algorithm == sys::AlgorithmKind::kRing ||
+                             (algorithm == sys::AlgorithmKind::kDirect &&
+                              topology.dimension(dim).kind == net::TopologyKind::kFullyConnected);
+        if (!one_hop) {
+          return fmt::format("congestion-aware: {} in dimension {} crosses links of other ranks",
+                             sys::algorithm_name(list[dim]), dim);
+        }
+      }
+    }
+  }
+  return "";
+}
+
 SymmetryVerdict check_symmetric_run(const chakra::TraceGraph& graph,
                                     const sys::SystemConfig& system, const net::Topology& topology,
                                     const std::string& backend, bool shared_memory_pools,
@@ -90,33 +123,9 @@ SymmetryVerdict check_symmetric_run(const chakra::TraceGraph& graph,
       return no(fmt::format("node {} runs over group '{}', not every rank", graph.id(node), name));
     }
   }
-  const std::vector<sys::Algorithm>* lists[4] = {&system.all_reduce, &system.reduce_scatter,
-                                                 &system.all_gather, &system.all_to_all};
-  const std::vector<std::string>* custom[4] = {
-      &system.all_reduce_custom, &system.reduce_scatter_custom, &system.all_gather_custom,
-      &system.all_to_all_custom};
-  for (int kind = 0; kind < 4; ++kind) {
-    if (!uses[kind]) continue;
-    if (!custom[kind]->empty()) return no("a custom collective graph");
-    const std::vector<sys::Algorithm>& list = *lists[kind];
-    for (uint32_t dim = 0; dim < list.size() && dim < topology.dimension_count(); ++dim) {
-      // The reduce-scatter and all-gather halves of a hierarchical all-reduce use the all-reduce
-      // list, which is checked as well when all-reduce is used.
-      if (std::string problem = algorithm_problem(list[dim], dim, topology); !problem.empty()) {
-        return no(std::move(problem));
-      }
-      if (congestion_aware && topology.size(dim) > 1) {
-        // Every message one hop: to a ring neighbour, or any peer of a FullyConnected dimension.
-        const sys::AlgorithmKind algorithm = list[dim].kind;
-        const bool one_hop = algorithm == sys::AlgorithmKind::kRing ||
-                             (algorithm == sys::AlgorithmKind::kDirect &&
-                              topology.dimension(dim).kind == net::TopologyKind::kFullyConnected);
-        if (!one_hop) {
-          return no(fmt::format("congestion-aware: {} in dimension {} crosses links of other ranks",
-                                sys::algorithm_name(list[dim]), dim));
-        }
-      }
-    }
+  if (std::string problem = algorithm_lists_problem(uses, system, topology, congestion_aware);
+      !problem.empty()) {
+    return no(std::move(problem));
   }
   return SymmetryVerdict{true, "", congestion_aware};
 }

@@ -36,6 +36,13 @@ struct SymmetryVerdict {
 std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
                               const net::Topology& topology);
 
+// The first problem, or "", of the algorithm lists of the collective kinds a run `uses`
+// (all-reduce, reduce-scatter, all-gather, all-to-all) for mirroring: a custom graph, an algorithm
+// that does not send alike from every member, and with `congestion_aware` a message of more than
+// one hop.
+std::string algorithm_lists_problem(const bool (&uses)[4], const sys::SystemConfig& system,
+                                    const net::Topology& topology, bool congestion_aware);
+
 SymmetryVerdict check_symmetric_run(const chakra::TraceGraph& representative,
                                     const sys::SystemConfig& system, const net::Topology& topology,
                                     const std::string& backend, bool shared_memory_pools,

@@ -68,6 +68,19 @@ void MirrorTraffic::record_partner_message(uint32_t dim, uint32_t distance, uint
 
 std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links() const {
   std::map<net::LinkId, ClassTraffic> links;
+  // One message's use of every link on the analytical route from `from` to `target`.
+  auto walk = [&](net::Rank from, net::Rank target, uint64_t bytes, SimTime serialization,
+                  SimTime start, SimTime end) {
+    for (net::NodeId at = from; at != target;) {
+      const net::Hop hop = topology_->next_hop(at, target);
+      ClassTraffic& traffic = links[hop.link];
+      traffic.bytes = saturating_add(traffic.bytes, bytes);
+      traffic.busy += serialization;
+      ++traffic.messages;
+      traffic.intervals.push_back({start, end, 1});
+      at = hop.next;
+    }
+  };
   for (const PartnerMessage& message : partner_messages_) {
     const net::Dimension& spec = topology_->dimension(message.dim);
     const SimTime serialization = spec.bandwidth.serialization_time(message.bytes);
@@ -79,15 +92,7 @@ std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links(
       const uint32_t target_coord =
           up ? (coord + message.distance) % n : (coord + n - message.distance) % n;
       const net::Rank target = topology_->peer(rank, message.dim, target_coord);
-      for (net::NodeId at = rank; at != target;) {
-        const net::Hop hop = topology_->next_hop(at, target);
-        ClassTraffic& traffic = links[hop.link];
-        traffic.bytes = saturating_add(traffic.bytes, message.bytes);
-        traffic.busy += serialization;
-        ++traffic.messages;
-        traffic.intervals.push_back({message.start, message.end, 1});
-        at = hop.next;
-      }
+      walk(rank, target, message.bytes, serialization, message.start, message.end);
     }
   }
   // Point-to-point messages, pair by pair, as the analytical backend walks them: within the
@@ -99,15 +104,7 @@ std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links(
       const SimTime serialization =
           topology_->dimension(dim).bandwidth.serialization_time(message.bytes);
       const net::Rank target = topology_->peer(src, dim, topology_->coordinate(dst, dim));
-      for (net::NodeId at = src; at != target;) {
-        const net::Hop hop = topology_->next_hop(at, target);
-        ClassTraffic& traffic = links[hop.link];
-        traffic.bytes = saturating_add(traffic.bytes, message.bytes);
-        traffic.busy += serialization;
-        ++traffic.messages;
-        traffic.intervals.push_back({message.start, message.end, 1});
-        at = hop.next;
-      }
+      walk(src, target, message.bytes, serialization, message.start, message.end);
     }
   }
   return links;
