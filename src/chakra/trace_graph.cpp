@@ -227,58 +227,65 @@ bool TraceGraph::patch_node(NodeIndex index, const ChakraProtoMsg::Node& node,
   const std::span<const Attribute> base = {t.attrs_.data() + t.attr_offsets_[index],
                                            t.attr_offsets_[index + 1] - t.attr_offsets_[index]};
   if (base.size() != static_cast<size_t>(node.attr_size())) return false;
-  // Converted into scratch tables: names and list values are compared, scalar values kept.
-  Tables scratch;
-  std::vector<Attribute> values;
-  values.reserve(base.size());
+  // Strings and lists are compared with the record's own values; only numbers are decoded, into
+  // tables reused from call to call (a rank file patches thousands of nodes: no allocation, no
+  // hashing of attribute names per node).
+  thread_local Tables scratch;
+  thread_local std::vector<Attribute> values;
+  values.clear();
   bool differs = false;
   for (size_t idx = 0; idx < base.size(); ++idx) {
     const AttributeProto& proto = node.attr(static_cast<int>(idx));
     const Attribute& mine = base[idx];
     if (mine.value_case != proto.value_case() || string(mine.name) != proto.name()) return false;
-    Attribute value = convert(proto, scratch, [&scratch](const std::string& text) {
-      return scratch.strings_.intern(text);
-    });
-    value.name = mine.name;
     const ValueCase kind = mine.value_case;
+    Attribute value = mine;
     if (kind == AttributeProto::kStringVal || kind == AttributeProto::kBytesVal) {
-      const std::string_view text = scratch.strings_.view(value.str);
-      if (text == string(mine.str)) {
-        value.str = mine.str;
-      } else {
+      const std::string& text =
+          kind == AttributeProto::kStringVal ? proto.string_val() : proto.bytes_val();
+      if (text != string(mine.str)) {
         differs = true;
         const std::optional<StringId> shared = t.strings_.find(text);
         value.str = shared ? *shared
                            : static_cast<StringId>(t.strings_.size()) + extra_strings_.intern(text);
       }
-    } else if (kind == AttributeProto::VALUE_NOT_SET) {
-      value = mine;
-    } else if (kind == AttributeProto::kDoubleVal || kind == AttributeProto::kFloatVal ||
-               !(is_integer_list(kind) || kind == AttributeProto::kDoubleList ||
-                 kind == AttributeProto::kFloatList || kind == AttributeProto::kStringList ||
-                 kind == AttributeProto::kBytesList)) {
-      if (value.u != mine.u) differs = true;  // scalars compare by their bits
-    } else {
+    } else if (kind == AttributeProto::kStringList || kind == AttributeProto::kBytesList) {
       // Lists are shared: they must be equal.
+      const auto& texts = kind == AttributeProto::kStringList ? proto.string_list().values()
+                                                              : proto.bytes_list().values();
       const ListRef& left = t.lists_[mine.list];
-      const ListRef& right = scratch.lists_[value.list];
-      if (left.count != right.count) return false;
+      if (left.count != static_cast<uint32_t>(texts.size())) return false;
       for (uint32_t item = 0; item < left.count; ++item) {
-        if (kind == AttributeProto::kDoubleList || kind == AttributeProto::kFloatList) {
-          if (std::memcmp(&t.double_pool_[left.first + item],
-                          &scratch.double_pool_[right.first + item], sizeof(double)) != 0) {
-            return false;
-          }
-        } else if (kind == AttributeProto::kStringList || kind == AttributeProto::kBytesList) {
-          if (string(t.string_pool_[left.first + item]) !=
-              scratch.strings_.view(scratch.string_pool_[right.first + item])) {
-            return false;
-          }
-        } else if (t.int_pool_[left.first + item] != scratch.int_pool_[right.first + item]) {
+        if (string(t.string_pool_[left.first + item]) != texts[static_cast<int>(item)]) {
           return false;
         }
       }
-      value = mine;
+    } else if (kind != AttributeProto::VALUE_NOT_SET) {
+      scratch.lists_.clear();
+      scratch.int_pool_.clear();
+      scratch.double_pool_.clear();
+      const Attribute decoded =
+          convert(proto, scratch, [](const std::string&) { return kNoString; });
+      if (is_integer_list(kind) || kind == AttributeProto::kDoubleList ||
+          kind == AttributeProto::kFloatList) {
+        const ListRef& left = t.lists_[mine.list];
+        const ListRef& right = scratch.lists_[decoded.list];
+        if (left.count != right.count) return false;
+        for (uint32_t item = 0; item < left.count; ++item) {
+          if (kind == AttributeProto::kDoubleList || kind == AttributeProto::kFloatList) {
+            if (std::memcmp(&t.double_pool_[left.first + item],
+                            &scratch.double_pool_[right.first + item], sizeof(double)) != 0) {
+              return false;
+            }
+          } else if (t.int_pool_[left.first + item] != scratch.int_pool_[right.first + item]) {
+            return false;
+          }
+        }
+      } else {
+        value = decoded;
+        value.name = mine.name;
+        if (value.u != mine.u) differs = true;  // scalars compare by their bits
+      }
     }
     values.push_back(value);
   }

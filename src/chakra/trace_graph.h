@@ -126,6 +126,8 @@ class TraceGraph {
   const void* structure() const { return t_.get(); }
   // Nodes whose attribute values a derived graph holds itself.
   size_t patched_count() const { return patches_.size(); }
+  // The k-th patched node, in ascending node order (k < patched_count()).
+  NodeIndex patched_node(size_t k) const { return patches_[k].node; }
 
   // ---- Queries (after finish) ----
   const std::string& source() const { return source_; }

@@ -80,11 +80,16 @@ Expected<TraceFiles> resolve_rank_files(const std::string& target,
   return files;
 }
 
-TraceSet::Entry TraceSet::make_entry(TraceGraph graph) {
+TraceSet::Entry TraceSet::make_entry(TraceGraph graph, const Entry* base) {
   Entry entry;
-  entry.report = validate_trace(graph);
-  for (NodeIndex node = 0; node < graph.size(); ++node) {
-    if (graph.type(node) == ChakraProtoMsg::METADATA_NODE) entry.metadata.push_back(node);
+  if (base != nullptr && graph.shares_structure(base->graph)) {
+    entry.report = validate_trace(graph, base->graph, base->report);
+    entry.metadata = base->metadata;  // node types are structure
+  } else {
+    entry.report = validate_trace(graph);
+    for (NodeIndex node = 0; node < graph.size(); ++node) {
+      if (graph.type(node) == ChakraProtoMsg::METADATA_NODE) entry.metadata.push_back(node);
+    }
   }
   entry.graph = std::move(graph);
   return entry;
@@ -106,9 +111,10 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load(const std::string& targ
   const auto count = static_cast<uint32_t>(files->paths.size());
 
   // Files that are copies of rank 0's (every data-parallel rank of a generated set) are compared,
-  // not parsed; the others are read (chakra/trace_set_loader.h) and validated in parallel.
+  // not parsed; the others are read (chakra/trace_set_loader.h) in parallel.
   struct Loaded {
     std::optional<Error> error;
+    std::optional<TraceGraph> graph;
     std::optional<Entry> entry;
     bool copy_of_first = false;
   };
@@ -127,14 +133,42 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load(const std::string& targ
       loaded[rank].error = graph.error();
       return;
     }
-    loaded[rank].entry = make_entry(std::move(*graph));
+    loaded[rank].graph = std::move(*graph);
   });
+  for (const Loaded& rank : loaded) {
+    if (rank.error) return *rank.error;
+  }
+
+  // Validated in two rounds: the graphs parsed whole, then those built from one of them, whose
+  // checks reuse the first's (a derived rank file costs the nodes it patched).
+  std::map<const void*, uint32_t> base_of;  // structure -> rank whose graph was parsed whole
+  std::vector<uint32_t> bases;
+  std::vector<uint32_t> derived;
+  for (uint32_t rank = 0; rank < count; ++rank) {
+    if (!loaded[rank].graph) continue;
+    const TraceGraph& graph = *loaded[rank].graph;
+    if (graph.patched_count() == 0 && base_of.emplace(graph.structure(), rank).second) {
+      bases.push_back(rank);
+    } else {
+      derived.push_back(rank);
+    }
+  }
+  parallel_for(bases.size(), options.threads, [&](size_t index) {
+    Loaded& rank = loaded[bases[index]];
+    rank.entry = make_entry(std::move(*rank.graph));
+  });
+  parallel_for(derived.size(), options.threads, [&](size_t index) {
+    Loaded& rank = loaded[derived[index]];
+    const auto base = base_of.find(rank.graph->structure());
+    rank.entry = make_entry(std::move(*rank.graph),
+                            base == base_of.end() ? nullptr : &*loaded[base->second].entry);
+  });
+
   set->rank_graph_.resize(count);
   size_t distinct = 0;
   for (const Loaded& rank : loaded) distinct += rank.entry ? size_t{1} : size_t{0};
   set->graphs_.reserve(distinct);
   for (uint32_t rank = 0; rank < count; ++rank) {
-    if (loaded[rank].error) return *loaded[rank].error;
     if (loaded[rank].copy_of_first) {
       set->rank_graph_[rank] = 0;
       continue;

@@ -90,7 +90,9 @@ class TraceSet {
     ValidationReport report;
     std::vector<NodeIndex> metadata;
   };
-  static Entry make_entry(TraceGraph graph);
+  // Validates `graph`. `base`, when given, is an entry whose graph shares this one's structure
+  // (TraceGraph::shares_structure): then only what the graph patched is checked again.
+  static Entry make_entry(TraceGraph graph, const Entry* base = nullptr);
 
   std::string name_;
   std::vector<Entry> graphs_;

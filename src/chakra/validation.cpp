@@ -69,7 +69,32 @@ constexpr std::array<AttributeLimit, 3> kAttributeLimits = {{
     {"num_ops", kMaxFlops, "2^62 FLOPs"},
 }};
 
-void check_ranges(const TraceGraph& graph, NodeIndex node, ValidationReport& report) {
+// The attribute names the checks read, resolved once per graph: a lookup by name hashes the
+// name, and every node is asked for a dozen of them.
+struct Keys {
+  explicit Keys(const TraceGraph& graph) {
+    for (size_t idx = 0; idx < kIntegerAttributes.size(); ++idx) {
+      integer[idx] = graph.key(kIntegerAttributes[idx].name);
+    }
+    for (size_t idx = 0; idx < kAttributeLimits.size(); ++idx) {
+      limit[idx] = graph.key(kAttributeLimits[idx].name);
+    }
+  }
+  // Index of `name` in kIntegerAttributes (every name `require` asks for is there, or pg_name).
+  static constexpr size_t integer_index(std::string_view name) {
+    for (size_t idx = 0; idx < kIntegerAttributes.size(); ++idx) {
+      if (kIntegerAttributes[idx].name == name) return idx;
+    }
+    return kIntegerAttributes.size();
+  }
+  const AttributeKey& of(std::string_view name) const { return integer[integer_index(name)]; }
+
+  std::array<AttributeKey, kIntegerAttributes.size()> integer;
+  std::array<AttributeKey, kAttributeLimits.size()> limit;
+};
+
+void check_ranges(const TraceGraph& graph, const Keys& keys, NodeIndex node,
+                  ValidationReport& report) {
   const uint64_t id = graph.id(node);
   if (graph.duration_micros(node) > kMaxDurationMicros) {
     report.add(Check::kOutOfRange, id,
@@ -78,8 +103,9 @@ void check_ranges(const TraceGraph& graph, NodeIndex node, ValidationReport& rep
                            id, format_count(graph.duration_micros(node)),
                            format_count(kMaxDurationMicros)));
   }
-  for (const AttributeLimit& limit : kAttributeLimits) {
-    const Attribute* attribute = graph.find_attribute(node, limit.name);
+  for (size_t idx = 0; idx < kAttributeLimits.size(); ++idx) {
+    const AttributeLimit& limit = kAttributeLimits[idx];
+    const Attribute* attribute = graph.find_attribute(node, keys.limit[idx].id);
     if (attribute == nullptr) continue;
     // Read as unsigned: a uint64 above 2^63 is a size, not a negative number.
     const bool is_unsigned = attribute->value_case == ValueCase::kUint64Val ||
@@ -102,10 +128,12 @@ void check_ranges(const TraceGraph& graph, NodeIndex node, ValidationReport& rep
   }
 }
 
-void check_attributes(const TraceGraph& graph, NodeIndex node, ValidationReport& report) {
+void check_attributes(const TraceGraph& graph, const Keys& keys, const AttributeKey& pg_name,
+                      const AttributeKey& involved_dim, NodeIndex node, ValidationReport& report) {
   const uint64_t id = graph.id(node);
-  for (const IntegerAttribute& wanted : kIntegerAttributes) {
-    const Attribute* attribute = graph.find_attribute(node, wanted.name);
+  for (size_t idx = 0; idx < kIntegerAttributes.size(); ++idx) {
+    const IntegerAttribute& wanted = kIntegerAttributes[idx];
+    const Attribute* attribute = graph.find_attribute(node, keys.integer[idx].id);
     if (attribute == nullptr) continue;
     Expected<int64_t> value = graph.as_int(node, *attribute);
     if (!value) {
@@ -116,27 +144,24 @@ void check_attributes(const TraceGraph& graph, NodeIndex node, ValidationReport&
                              wanted.name, *value));
     }
   }
-  if (const Attribute* pg = graph.find_attribute(node, "pg_name"); pg != nullptr) {
-    if (Expected<std::optional<std::string_view>> text = graph.get_string(node, "pg_name"); !text) {
-      report.add(Check::kBadAttribute, id, text.error().message());
-    }
+  if (Expected<std::optional<std::string_view>> text = graph.get_string(node, pg_name); !text) {
+    report.add(Check::kBadAttribute, id, text.error().message());
   }
-  if (graph.find_attribute(node, "involved_dim") != nullptr) {
-    if (auto dims = graph.get_bool_list(node, "involved_dim"); !dims) {
-      report.add(Check::kBadAttribute, id, dims.error().message());
-    }
+  if (auto dims = graph.get_bool_list(node, involved_dim); !dims) {
+    report.add(Check::kBadAttribute, id, dims.error().message());
   }
 }
 
-void require(const TraceGraph& graph, NodeIndex node, std::string_view attribute,
+void require(const TraceGraph& graph, const Keys& keys, NodeIndex node, std::string_view attribute,
              ValidationReport& report) {
-  if (graph.find_attribute(node, attribute) != nullptr) return;
+  if (graph.find_attribute(node, keys.of(attribute).id) != nullptr) return;
   report.add(Check::kMissingAttribute, graph.id(node),
              fmt::format("node {}: {} has no '{}' attribute", graph.id(node),
                          node_type_name(graph.type(node)), attribute));
 }
 
-void check_node_type(const TraceGraph& graph, NodeIndex node, ValidationReport& report) {
+void check_node_type(const TraceGraph& graph, const Keys& keys, NodeIndex node,
+                     ValidationReport& report) {
   const uint64_t id = graph.id(node);
   const int32_t type = graph.type(node);
   switch (type) {
@@ -149,29 +174,29 @@ void check_node_type(const TraceGraph& graph, NodeIndex node, ValidationReport& 
       return;
     case ChakraProtoMsg::MEM_LOAD_NODE:
     case ChakraProtoMsg::MEM_STORE_NODE:
-      require(graph, node, "tensor_size", report);
+      require(graph, keys, node, "tensor_size", report);
       return;
     case ChakraProtoMsg::COMM_SEND_NODE:
-      require(graph, node, "comm_dst", report);
-      require(graph, node, "comm_size", report);
-      require(graph, node, "comm_tag", report);
+      require(graph, keys, node, "comm_dst", report);
+      require(graph, keys, node, "comm_size", report);
+      require(graph, keys, node, "comm_tag", report);
       return;
     case ChakraProtoMsg::COMM_RECV_NODE:
-      require(graph, node, "comm_src", report);
-      require(graph, node, "comm_size", report);
-      require(graph, node, "comm_tag", report);
+      require(graph, keys, node, "comm_src", report);
+      require(graph, keys, node, "comm_size", report);
+      require(graph, keys, node, "comm_tag", report);
       return;
     case ChakraProtoMsg::COMM_COLL_NODE: {
-      const Attribute* comm_type = graph.find_attribute(node, "comm_type");
+      const Attribute* comm_type = graph.find_attribute(node, keys.of("comm_type").id);
       if (comm_type == nullptr) {
-        Expected<bool> cpu = graph.get_bool_or(node, "is_cpu_op", false);
+        Expected<bool> cpu = graph.get_bool_or(node, keys.of("is_cpu_op"), false);
         if (cpu && *cpu) {
           report.add(Check::kCpuCollectiveWithoutType, id,
                      fmt::format("node {}: COMM_COLL_NODE '{}' has is_cpu_op set and no "
                                  "'comm_type'",
                                  id, graph.name(node)));
         } else {
-          require(graph, node, "comm_type", report);
+          require(graph, keys, node, "comm_type", report);
         }
         return;
       }
@@ -184,7 +209,7 @@ void check_node_type(const TraceGraph& graph, NodeIndex node, ValidationReport& 
             fmt::format("node {}: comm_type {} is not a CollectiveCommType (0 to 9)", id, *value));
         return;
       }
-      if (*value != ChakraProtoMsg::BARRIER) require(graph, node, "comm_size", report);
+      if (*value != ChakraProtoMsg::BARRIER) require(graph, keys, node, "comm_size", report);
       return;
     }
     default:
@@ -192,6 +217,28 @@ void check_node_type(const TraceGraph& graph, NodeIndex node, ValidationReport& 
                  fmt::format("node {}: type {} is not a NodeType (0 to 7)", id, type));
   }
 }
+
+// Every check of one node on its own (type, attribute kinds, ranges), in the order
+// validate_trace reports them.
+class NodeChecks {
+ public:
+  explicit NodeChecks(const TraceGraph& graph)
+      : graph_(graph),
+        keys_(graph),
+        pg_name_(graph.key("pg_name")),
+        involved_dim_(graph.key("involved_dim")) {}
+  void operator()(NodeIndex node, ValidationReport& report) const {
+    check_node_type(graph_, keys_, node, report);
+    check_attributes(graph_, keys_, pg_name_, involved_dim_, node, report);
+    check_ranges(graph_, keys_, node, report);
+  }
+
+ private:
+  const TraceGraph& graph_;
+  Keys keys_;
+  AttributeKey pg_name_;
+  AttributeKey involved_dim_;
+};
 
 void check_dependencies(const TraceGraph& graph, ValidationReport& report) {
   for (NodeIndex node = 0; node < graph.size(); ++node) {
@@ -332,13 +379,25 @@ ValidationReport validate_trace(const TraceGraph& graph) {
     report.add(Check::kUnknownFields, graph.id(node),
                fmt::format("node {}: carries fields this schema does not define", graph.id(node)));
   }
-  for (NodeIndex node = 0; node < graph.size(); ++node) {
-    check_node_type(graph, node, report);
-    check_attributes(graph, node, report);
-    check_ranges(graph, node, report);
-  }
+  const NodeChecks check_node(graph);
+  for (NodeIndex node = 0; node < graph.size(); ++node) check_node(node, report);
   check_dependencies(graph, report);
   check_cycles(graph, report);
+  return report;
+}
+
+ValidationReport validate_trace(const TraceGraph& graph, const TraceGraph& base,
+                                const ValidationReport& base_report) {
+  // Sharing the tables means the same ids, types, dependencies and unknown-field marks
+  // (TraceGraph::patch_node refuses anything else), so the structural checks would say what they
+  // said of base: nothing. Unpatched nodes are base's nodes, which passed.
+  if (!graph.shares_structure(base) || base.patched_count() != 0 ||
+      !base_report.diagnostics().empty()) {
+    return validate_trace(graph);
+  }
+  ValidationReport report;
+  const NodeChecks check_node(graph);
+  for (size_t k = 0; k < graph.patched_count(); ++k) check_node(graph.patched_node(k), report);
   return report;
 }
 

@@ -85,5 +85,12 @@ class ValidationReport {
 
 // Checks `graph` (finished). Cost: O(nodes + edges) plus sorting the edges.
 ValidationReport validate_trace(const TraceGraph& graph);
+// The same report for a graph that shares its structure with `base` (TraceGraph::shares_structure,
+// chakra/trace_set_loader.h), given base's report: when base holds no patches of its own and its
+// report is clean, only the nodes `graph` patched can differ, so only they are checked (a rank
+// file of a 1,024-rank set costs its patched nodes, not its whole graph). Otherwise the whole
+// graph is validated. Equal to validate_trace(graph) in every case.
+ValidationReport validate_trace(const TraceGraph& graph, const TraceGraph& base,
+                                const ValidationReport& base_report);
 
 }  // namespace orrery::chakra

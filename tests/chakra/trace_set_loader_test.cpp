@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "chakra/trace_builder.h"
+#include "chakra/trace_set.h"
+#include "chakra/validation.h"
 
 namespace orrery::chakra {
 namespace trace_set_loader_test {
@@ -204,6 +206,50 @@ TEST(TraceSetLoader, ParallelLoadsOfManyRanks) {
   EXPECT_EQ(stats.parsed + stats.derived, kRanks);
   EXPECT_GE(stats.parsed, 2u);  // each shape once, more when threads raced to the first of one
   EXPECT_LE(stats.parsed, 8u);
+}
+
+std::vector<std::string> messages(const ValidationReport& report) {
+  std::vector<std::string> out;
+  for (const Diagnostic& diagnostic : report.diagnostics()) out.push_back(diagnostic.message);
+  return out;
+}
+
+// A rank file built from a clean template is validated by its patched nodes alone; the report is
+// the one a whole validation gives, including what only the patched values get wrong.
+TEST(TraceSetLoader, DerivedFilesAreValidatedByWhatTheyPatchedWithTheWholeReport) {
+  TempDir dir;
+  test::write_trace(dir.file("w.0.et"), rank_nodes(4, "1"));
+  test::write_trace(dir.file("w.1.et"), rank_nodes(5, "2"));
+  // 2^51 bytes: beyond the 2^50 orrery simulates, on the collective and the send.
+  test::write_trace(dir.file("w.2.et"), rank_nodes(6, "3", int64_t{1} << 51));
+  TraceSetLoader loader;
+  Expected<TraceGraph> base = loader.load(dir.file("w.0.et"));
+  Expected<TraceGraph> clean = loader.load(dir.file("w.1.et"));
+  Expected<TraceGraph> bad = loader.load(dir.file("w.2.et"));
+  ASSERT_TRUE(base && clean && bad);
+  ASSERT_TRUE(bad->shares_structure(*base));
+  const ValidationReport base_report = validate_trace(*base);
+  EXPECT_TRUE(base_report.diagnostics().empty());
+  EXPECT_TRUE(validate_trace(*clean, *base, base_report).diagnostics().empty());
+  const ValidationReport quick = validate_trace(*bad, *base, base_report);
+  const ValidationReport whole = validate_trace(*bad);
+  ASSERT_EQ(quick.diagnostics().size(), 2u);
+  EXPECT_EQ(messages(quick), messages(whole));
+  EXPECT_EQ(quick.diagnostics()[0].node_id, 1u);
+  EXPECT_EQ(quick.diagnostics()[1].node_id, 2u);
+  EXPECT_EQ(quick.count(Check::kOutOfRange), 2u);
+
+  // A template with findings of its own: its derived files are validated whole.
+  const ValidationReport bad_report = validate_trace(*bad);
+  EXPECT_EQ(messages(validate_trace(*clean, *bad, bad_report)), messages(validate_trace(*clean)));
+
+  // Through a trace set: every rank's report is its own file's.
+  Expected<std::shared_ptr<const TraceSet>> set = TraceSet::load(dir.file("w"));
+  ASSERT_TRUE(set);
+  ASSERT_EQ((*set)->rank_count(), 3u);
+  EXPECT_TRUE((*set)->report((*set)->graph_index(0)).diagnostics().empty());
+  EXPECT_TRUE((*set)->report((*set)->graph_index(1)).diagnostics().empty());
+  EXPECT_EQ(messages((*set)->report((*set)->graph_index(2))), messages(whole));
 }
 
 }  // namespace trace_set_loader_test
