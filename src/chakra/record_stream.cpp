@@ -50,20 +50,24 @@ Expected<RecordReader> RecordReader::open(const std::string& path) {
   reader.path_ = path;
   reader.compressed_ = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   reader.file_bytes_ = S_ISREG(info.st_mode) ? static_cast<uint64_t>(info.st_size) : 0;
-  // zlib reads plain files transparently, so one code path serves both.
+  if (!reader.compressed_) {
+    // A plain file is read straight into the buffer: zlib's transparent mode would copy every
+    // byte once more through a buffer of its own (rank files of a large set are gigabytes).
+    reader.fd_ = fd;
+    reader.buffer_.resize(
+        reader.file_bytes_ == 0
+            ? kReadBuffer
+            : static_cast<size_t>(std::clamp<uint64_t>(reader.file_bytes_ + 1, 4096, kReadBuffer)));
+    return reader;
+  }
   gzFile file = gzdopen(fd, "rb");
   if (file == nullptr) {
     ::close(fd);
     return Error::make(ErrorKind::kIo, "{}: cannot open: out of memory", path);
   }
-  // A small file needs no large buffer.
-  const size_t buffer =
-      reader.compressed_ || reader.file_bytes_ == 0
-          ? kReadBuffer
-          : static_cast<size_t>(std::clamp<uint64_t>(reader.file_bytes_ + 1, 4096, kReadBuffer));
-  gzbuffer(file, static_cast<unsigned>(buffer));
+  gzbuffer(file, static_cast<unsigned>(kReadBuffer));
   reader.file_ = file;
-  reader.buffer_.resize(buffer);
+  reader.buffer_.resize(kReadBuffer);
   return reader;
 }
 
@@ -72,8 +76,10 @@ RecordReader::RecordReader(RecordReader&& other) noexcept { *this = std::move(ot
 RecordReader& RecordReader::operator=(RecordReader&& other) noexcept {
   if (this != &other) {
     if (file_ != nullptr) gzclose(as_gz(file_));
+    if (fd_ >= 0) ::close(fd_);
     path_ = std::move(other.path_);
     file_ = std::exchange(other.file_, nullptr);
+    fd_ = std::exchange(other.fd_, -1);
     buffer_ = std::move(other.buffer_);
     begin_ = other.begin_;
     end_ = other.end_;
@@ -89,6 +95,7 @@ RecordReader& RecordReader::operator=(RecordReader&& other) noexcept {
 
 RecordReader::~RecordReader() {
   if (file_ != nullptr) gzclose(as_gz(file_));
+  if (fd_ >= 0) ::close(fd_);
 }
 
 bool RecordReader::fill() {
@@ -96,6 +103,18 @@ bool RecordReader::fill() {
   consumed_ += end_;
   begin_ = 0;
   end_ = 0;
+  if (fd_ >= 0) {
+    ssize_t got = 0;
+    do {
+      got = ::read(fd_, buffer_.data(), buffer_.size());
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+      io_error_ = std::strerror(errno);
+      return false;
+    }
+    end_ = static_cast<size_t>(got);
+    return end_ > 0;
+  }
   const int got = gzread(as_gz(file_), buffer_.data(), static_cast<unsigned>(buffer_.size()));
   if (got < 0) {
     int code = 0;
@@ -117,6 +136,11 @@ bool RecordReader::fill() {
 }
 
 Expected<bool> RecordReader::next(std::string& record) {
+  record.clear();
+  return append_next(record);
+}
+
+Expected<bool> RecordReader::append_next(std::string& out) {
   // The position of buffer_[begin_] in the stream is consumed_ + begin_ (consumed_ counts whole
   // buffers already used up).
   auto position = [this] { return consumed_ + begin_; };
@@ -158,8 +182,9 @@ Expected<bool> RecordReader::next(std::string& record) {
 
   // The length bounds nothing until the bytes are there: the record grows with what is read (a
   // 16-byte file claiming a 1 GiB record costs no more than its 16 bytes).
-  record.clear();
-  while (record.size() < length) {
+  const size_t start = out.size();
+  auto got = [&] { return out.size() - start; };
+  while (got() < length) {
     if (!fill()) {
       if (!io_error_.empty()) {
         return Error::make(ErrorKind::kIo, "{}: read error in record {} at byte {}: {}", path_,
@@ -168,10 +193,10 @@ Expected<bool> RecordReader::next(std::string& record) {
       return Error::make(ErrorKind::kParse,
                          "{}: record {} at byte {} is truncated: its length is {} bytes but the "
                          "file ends after {}",
-                         path_, index, record_offset_, length, record.size());
+                         path_, index, record_offset_, length, got());
     }
-    const size_t take = std::min(end_ - begin_, static_cast<size_t>(length) - record.size());
-    record.append(buffer_.data() + begin_, take);
+    const size_t take = std::min(end_ - begin_, static_cast<size_t>(length) - got());
+    out.append(buffer_.data() + begin_, take);
     begin_ += take;
   }
   ++record_index_;

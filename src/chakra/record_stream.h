@@ -32,6 +32,9 @@ class RecordReader {
   // end of file, and an Error naming the file, the record number and its byte offset when the file
   // ends inside a record or a length is implausible.
   Expected<bool> next(std::string& record);
+  // As next, appending the record's bytes to `out` instead (one copy fewer for a caller that
+  // collects records back to back).
+  Expected<bool> append_next(std::string& out);
 
   const std::string& path() const { return path_; }
   // Index of the record last returned by next() (0 for the first).
@@ -50,7 +53,8 @@ class RecordReader {
   bool fill();
 
   std::string path_;
-  void* file_ = nullptr;  // gzFile
+  void* file_ = nullptr;  // gzFile, for a compressed file
+  int fd_ = -1;           // a plain file, read directly
   std::vector<char> buffer_;
   size_t begin_ = 0;
   size_t end_ = 0;

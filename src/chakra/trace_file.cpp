@@ -86,20 +86,26 @@ Expected<TraceReader> TraceReader::open(const std::string& path) {
   return reader;
 }
 
+namespace {
+
+// Chakra's Python tools read a zero-length record as the end of the file and ASTRA-sim as a node
+// without id, name or type; no Chakra writer produces one. Refused rather than guessed (a
+// compressed run of them would otherwise become millions of empty nodes).
+Error empty_record(const RecordReader& records) {
+  return Error::make(ErrorKind::kParse,
+                     "{}: record {} at byte {} is empty (length 0): Chakra's Python tools read "
+                     "that as the end of the file and ASTRA-sim as a node without id or type; "
+                     "no Chakra writer produces one",
+                     records.path(), records.record_index(), records.record_offset());
+}
+
+}  // namespace
+
 Expected<bool> TraceReader::next(ChakraProtoMsg::Node& node) {
   Expected<bool> got = records_.next(buffer_);
   if (!got) return got.error();
   if (!*got) return false;
-  if (buffer_.empty()) {
-    // Chakra's Python tools read a zero-length record as the end of the file and ASTRA-sim as a
-    // node without id, name or type; no Chakra writer produces one. Refused rather than guessed
-    // (a compressed run of them would otherwise become millions of empty nodes).
-    return Error::make(ErrorKind::kParse,
-                       "{}: record {} at byte {} is empty (length 0): Chakra's Python tools read "
-                       "that as the end of the file and ASTRA-sim as a node without id or type; "
-                       "no Chakra writer produces one",
-                       records_.path(), records_.record_index(), records_.record_offset());
-  }
+  if (buffer_.empty()) return empty_record(records_);
   if (!node.ParseFromString(buffer_)) {
     return Error::make(
         ErrorKind::kParse, "{}: record {} at byte {} ({} bytes) does not decode as a Chakra Node",
@@ -110,10 +116,11 @@ Expected<bool> TraceReader::next(ChakraProtoMsg::Node& node) {
 }
 
 Expected<bool> TraceReader::next_record(std::string& bytes) {
-  Expected<bool> got = records_.next(buffer_);
+  const size_t before = bytes.size();
+  Expected<bool> got = records_.append_next(bytes);
   if (!got) return got.error();
   if (!*got) return false;
-  bytes.append(buffer_);
+  if (bytes.size() == before) return empty_record(records_);
   return true;
 }
 

@@ -34,7 +34,7 @@ class TraceReader {
   // Whether the node last returned carried fields this schema does not define.
   bool last_had_unknown_fields() const { return last_unknown_; }
   // Reads the next record's bytes without decoding them (appended to `bytes`; false at the end
-  // of the file).
+  // of the file). An empty record is the error next() gives for it.
   Expected<bool> next_record(std::string& bytes);
 
   const std::string& path() const { return records_.path(); }

@@ -754,9 +754,10 @@ bool TraceGraph::same_work_except(const TraceGraph& other,
     }
     return true;
   };
-  // Graphs sharing their tables have the same nodes and edges; only attribute values may differ.
+  // Graphs sharing their tables have the same nodes and edges; only attribute values may differ,
+  // and only on nodes one of them patched (the others hold the very same attribute arrays).
   const bool shared = t_ == other.t_;
-  for (NodeIndex node = 0; node < size(); ++node) {
+  auto same_node = [&](NodeIndex node) {
     const NodeRecord& mine = t_->nodes_[node];
     const NodeRecord& theirs = other.t_->nodes_[node];
     if (!shared) {
@@ -798,6 +799,25 @@ bool TraceGraph::same_work_except(const TraceGraph& other,
           }
       }
     }
+    return true;
+  };
+  if (!shared) {
+    for (NodeIndex node = 0; node < size(); ++node) {
+      if (!same_node(node)) return false;
+    }
+    return true;
+  }
+  // Both patch lists ascend: walk their union.
+  size_t mine_at = 0;
+  size_t theirs_at = 0;
+  while (mine_at < patches_.size() || theirs_at < other.patches_.size()) {
+    const NodeIndex lhs = mine_at < patches_.size() ? patches_[mine_at].node : size();
+    const NodeIndex rhs =
+        theirs_at < other.patches_.size() ? other.patches_[theirs_at].node : size();
+    const NodeIndex node = std::min(lhs, rhs);
+    if (!same_node(node)) return false;
+    if (lhs == node) ++mine_at;
+    if (rhs == node) ++theirs_at;
   }
   return true;
 }

@@ -164,9 +164,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   // ---- 1. a colour per distinct trace, up to ids, peers, tags and group names ----
   const uint32_t graph_count = traces.graph_count();
   std::vector<uint64_t> prints(graph_count);
+  // Graphs sharing their tables share types, durations and edges: one fingerprint each, and each
+  // is compared with the first of its tables on the nodes either patched (TraceGraph::same_work).
+  std::vector<uint32_t> first_of(graph_count);
   {
-    // Graphs sharing their tables share types, durations and edges: one fingerprint each.
-    std::vector<uint32_t> first_of(graph_count);
     std::map<const void*, uint32_t> by_structure;
     for (uint32_t index = 0; index < graph_count; ++index) {
       first_of[index] =
@@ -181,30 +182,37 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   std::vector<uint32_t> graph_colour(graph_count, UINT32_MAX);
   uint32_t colours = 0;
   {
+    std::vector<uint8_t> like_first(graph_count, 0);
+    parallel_for(graph_count, in.threads, [&](size_t index) {
+      if (first_of[index] != index) {
+        like_first[index] =
+            alike(traces.graph(first_of[index]), traces.graph(static_cast<uint32_t>(index))) ? 1
+                                                                                             : 0;
+      }
+    });
+    // `alike` is an equivalence: a graph takes the colour of the first model (the smallest graph
+    // of its colour) it is alike to, so colours are numbered by their smallest graph.
     std::map<uint64_t, std::vector<uint32_t>> buckets;
     for (uint32_t index = 0; index < graph_count; ++index) buckets[prints[index]].push_back(index);
     for (auto& [print, members] : buckets) {
-      std::vector<uint32_t> left = members;
-      while (!left.empty()) {
+      std::vector<uint32_t> models;
+      for (const uint32_t index : members) {
+        if (like_first[index] != 0) {
+          graph_colour[index] = graph_colour[first_of[index]];
+          continue;
+        }
+        for (const uint32_t model : models) {
+          if (alike(traces.graph(model), traces.graph(index))) {
+            graph_colour[index] = graph_colour[model];
+            break;
+          }
+        }
+        if (graph_colour[index] != UINT32_MAX) continue;
         if (colours >= kMaxTraceColours) {
           return no(fmt::format("more than {} distinct traces", kMaxTraceColours));
         }
-        const uint32_t colour = colours++;
-        const TraceGraph& model = traces.graph(left.front());
-        graph_colour[left.front()] = colour;
-        std::vector<uint8_t> same(left.size(), 0);
-        parallel_for(left.size() - 1, in.threads, [&](size_t idx) {
-          same[idx + 1] = alike(model, traces.graph(left[idx + 1])) ? 1 : 0;
-        });
-        std::vector<uint32_t> rest;
-        for (size_t idx = 1; idx < left.size(); ++idx) {
-          if (same[idx]) {
-            graph_colour[left[idx]] = colour;
-          } else {
-            rest.push_back(left[idx]);
-          }
-        }
-        left = std::move(rest);
+        graph_colour[index] = colours++;
+        models.push_back(index);
       }
     }
   }

@@ -11,6 +11,7 @@
 #include "chakra/record_stream.h"
 #include "chakra/trace_builder.h"
 #include "chakra/trace_file.h"
+#include "chakra/trace_set_loader.h"
 #include "chakra/validation.h"
 #include "core/checked.h"
 
@@ -78,6 +79,40 @@ TEST(HostileTrace, zero_length_records_are_refused_at_the_first) {
   EXPECT_NE(graph.error().message().find("record 1 at byte 8 is empty (length 0)"),
             std::string::npos)
       << graph.error().message();
+}
+
+// The loader of trace sets reads records without decoding them; an empty one is still the error
+// load_trace gives, in a plain file as in a compressed one.
+TEST(HostileTrace, an_empty_record_is_the_same_error_through_the_trace_set_loader) {
+  TempDir dir;
+  std::string bytes;
+  auto record = [&bytes](const google::protobuf::MessageLite& message) {
+    const std::string body = message.SerializeAsString();
+    bytes += static_cast<char>(body.size());
+    bytes += body;
+  };
+  ChakraProtoMsg::GlobalMetadata meta;
+  meta.set_version("0.0.4");
+  record(meta);
+  record(make_node(1, ChakraProtoMsg::COMP_NODE));
+  bytes += '\0';  // record 2 (the metadata is record 0): empty
+  record(make_node(2, ChakraProtoMsg::COMP_NODE));
+  for (const std::string name : {"w.et", "w.et.gz"}) {
+    const std::string path = dir.file(name);
+    if (name.ends_with(".gz")) {
+      write_gzip(path, bytes);
+    } else {
+      std::ofstream(path, std::ios::binary) << bytes;
+    }
+    Expected<TraceGraph> direct = load_trace(path);
+    ASSERT_FALSE(direct);
+    EXPECT_NE(direct.error().message().find("record 2 at byte"), std::string::npos);
+    EXPECT_NE(direct.error().message().find("is empty (length 0)"), std::string::npos);
+    TraceSetLoader loader;
+    Expected<TraceGraph> loaded = loader.load(path);
+    ASSERT_FALSE(loaded) << name;
+    EXPECT_EQ(loaded.error().message(), direct.error().message());
+  }
 }
 
 TEST(HostileTrace, sizes_durations_and_flops_beyond_the_limits_are_fatal_findings) {

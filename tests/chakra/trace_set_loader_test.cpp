@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <fstream>
 #include <thread>
 
@@ -92,6 +93,17 @@ TEST(TraceSetLoader, FilesDifferingInPeersAndGroupsShareTheFirstFilesTables) {
   ASSERT_TRUE(fourth);
   EXPECT_TRUE(fourth->shares_structure(*first));
   EXPECT_EQ(**fourth->get_uint(1, "comm_size"), 8192u);
+
+  // Graphs sharing tables are compared on the nodes either patched, and only there.
+  constexpr std::array<std::string_view, 2> kPeers = {"comm_dst", "pg_name"};
+  EXPECT_TRUE(third->same_work(*first));
+  EXPECT_FALSE(second->same_work(*first));
+  EXPECT_FALSE(first->same_work(*second));
+  EXPECT_TRUE(second->same_work_except(*first, kPeers));
+  EXPECT_TRUE(first->same_work_except(*second, kPeers));
+  EXPECT_FALSE(fourth->same_work_except(*first, kPeers));   // the size differs
+  EXPECT_FALSE(fourth->same_work_except(*second, kPeers));  // patched on both sides
+  EXPECT_TRUE(second->same_work_except(*direct, kPeers));   // the same, not sharing tables
 }
 
 TEST(TraceSetLoader, AnyOtherDifferenceParsesTheFileWhole) {
