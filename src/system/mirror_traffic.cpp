@@ -1,6 +1,7 @@
 #include "system/mirror_traffic.h"
 
 #include <algorithm>
+#include <functional>
 #include <tuple>
 
 #include "core/checked.h"
@@ -66,38 +67,143 @@ void MirrorTraffic::record_partner_message(uint32_t dim, uint32_t distance, uint
   partner_messages_.push_back({rank_class, dim, distance, bytes, start, end});
 }
 
-std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links() const {
-  std::map<net::LinkId, ClassTraffic> links;
+namespace {
+
+// One link's queue as the analytical backend counts it (MirrorTraffic::peak), fed message by
+// message in order of start: at each start the messages whose delivery is later, plus the one
+// sent; a message of zero duration counts at its instant, once, after the instant's other starts.
+// Holds only the messages in flight, not every message the link ever carried.
+class RunningQueue {
+ public:
+  void arrive(SimTime start, SimTime end, uint32_t copies) {
+    settle(start);
+    while (!flight_.empty() && flight_.front().first <= start) {
+      std::pop_heap(flight_.begin(), flight_.end(), std::greater<>());
+      present_ -= flight_.back().second;
+      flight_.pop_back();
+    }
+    if (end <= start) {
+      instant_ = true;
+      instant_at_ = start;
+      return;
+    }
+    flight_.emplace_back(end, copies);
+    std::push_heap(flight_.begin(), flight_.end(), std::greater<>());
+    present_ += copies;
+    peak_ = std::max(peak_, present_);
+  }
+  uint32_t finish() {
+    settle(SimTime::max());
+    return static_cast<uint32_t>(peak_);
+  }
+
+ private:
+  // A zero-duration message's instant is over once a later start arrives.
+  void settle(SimTime now) {
+    if (instant_ && instant_at_ < now) {
+      peak_ = std::max(peak_, present_ + 1);
+      instant_ = false;
+    }
+  }
+  std::vector<std::pair<SimTime, uint32_t>> flight_;  // (end, copies), a min-heap by end
+  int64_t present_ = 0;
+  int64_t peak_ = 0;
+  bool instant_ = false;
+  SimTime instant_at_;
+};
+
+}  // namespace
+
+std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
+    const std::vector<std::pair<net::LinkId, uint32_t>>& class_uses,
+    const std::vector<const std::vector<Interval>*>& class_intervals) const {
+  // Partner and point-to-point messages in order of start (recorded as sent, so already nearly
+  // in order; sorted stably to be sure).
+  struct Message {
+    SimTime start;
+    bool route;
+    uint32_t index;
+  };
+  std::vector<Message> order;
+  order.reserve(partner_messages_.size() + route_messages_.size());
+  for (uint32_t idx = 0; idx < partner_messages_.size(); ++idx) {
+    order.push_back({partner_messages_[idx].start, false, idx});
+  }
+  for (uint32_t idx = 0; idx < route_messages_.size(); ++idx) {
+    order.push_back({route_messages_[idx].start, true, idx});
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Message& lhs, const Message& rhs) { return lhs.start < rhs.start; });
+
+  // Per link: totals, its queue, and a cursor into each class's intervals that also cross it
+  // (their copies share the queue), merged in as time passes.
+  struct Sweep {
+    PartnerLink totals;
+    RunningQueue queue;
+    std::vector<std::pair<const std::vector<Interval>*, size_t>> classes;
+    // Applies every class interval starting at or before `until`, in order of start.
+    void advance(SimTime until) {
+      while (true) {
+        std::pair<const std::vector<Interval>*, size_t>* next = nullptr;
+        for (auto& cursor : classes) {
+          if (cursor.second < cursor.first->size() &&
+              (*cursor.first)[cursor.second].start <= until &&
+              (next == nullptr ||
+               (*cursor.first)[cursor.second].start < (*next->first)[next->second].start)) {
+            next = &cursor;
+          }
+        }
+        if (next == nullptr) return;
+        const Interval& interval = (*next->first)[next->second++];
+        queue.arrive(interval.start, interval.end, interval.copies);
+      }
+    }
+  };
+  std::map<net::LinkId, Sweep> links;
+  auto link = [&](net::LinkId id) -> Sweep& {
+    auto [at, inserted] = links.try_emplace(id);
+    if (inserted) {
+      auto first = std::lower_bound(class_uses.begin(), class_uses.end(), std::make_pair(id, 0u));
+      for (; first != class_uses.end() && first->first == id; ++first) {
+        at->second.classes.emplace_back(class_intervals[first->second], 0);
+      }
+    }
+    return at->second;
+  };
   // One message's use of every link on the analytical route from `from` to `target`.
   auto walk = [&](net::Rank from, net::Rank target, uint64_t bytes, SimTime serialization,
                   SimTime start, SimTime end) {
     for (net::NodeId at = from; at != target;) {
       const net::Hop hop = topology_->next_hop(at, target);
-      ClassTraffic& traffic = links[hop.link];
-      traffic.bytes = saturating_add(traffic.bytes, bytes);
-      traffic.busy += serialization;
-      ++traffic.messages;
-      traffic.intervals.push_back({start, end, 1});
+      Sweep& sweep = link(hop.link);
+      sweep.totals.bytes = saturating_add(sweep.totals.bytes, bytes);
+      sweep.totals.busy += serialization;
+      ++sweep.totals.messages;
+      sweep.advance(start);
+      sweep.queue.arrive(start, end, 1);
       at = hop.next;
     }
   };
-  for (const PartnerMessage& message : partner_messages_) {
-    const net::Dimension& spec = topology_->dimension(message.dim);
-    const SimTime serialization = spec.bandwidth.serialization_time(message.bytes);
-    const uint32_t n = spec.size;
-    for (uint64_t index = 0; index < class_size(message.rank_class); ++index) {
-      const net::Rank rank = member(message.rank_class, index);
-      const uint32_t coord = topology_->coordinate(rank, message.dim);
-      const bool up = ((coord / message.distance) % 2) == 0;
-      const uint32_t target_coord =
-          up ? (coord + message.distance) % n : (coord + n - message.distance) % n;
-      const net::Rank target = topology_->peer(rank, message.dim, target_coord);
-      walk(rank, target, message.bytes, serialization, message.start, message.end);
+  for (const Message& entry : order) {
+    if (!entry.route) {
+      const PartnerMessage& message = partner_messages_[entry.index];
+      const net::Dimension& spec = topology_->dimension(message.dim);
+      const SimTime serialization = spec.bandwidth.serialization_time(message.bytes);
+      const uint32_t n = spec.size;
+      for (uint64_t index = 0; index < class_size(message.rank_class); ++index) {
+        const net::Rank rank = member(message.rank_class, index);
+        const uint32_t coord = topology_->coordinate(rank, message.dim);
+        const bool up = ((coord / message.distance) % 2) == 0;
+        const uint32_t target_coord =
+            up ? (coord + message.distance) % n : (coord + n - message.distance) % n;
+        const net::Rank target = topology_->peer(rank, message.dim, target_coord);
+        walk(rank, target, message.bytes, serialization, message.start, message.end);
+      }
+      continue;
     }
-  }
-  // Point-to-point messages, pair by pair, as the analytical backend walks them: within the
-  // lowest dimension in which the endpoints differ.
-  for (const RouteMessage& message : route_messages_) {
+    // Point-to-point messages, pair by pair, as the analytical backend walks them: within the
+    // lowest dimension in which the endpoints differ.
+    const RouteMessage& message = route_messages_[entry.index];
     for (const auto& [src, dst] : *message.pairs) {
       const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
       if (dim == net::kNoDimension) continue;
@@ -107,7 +213,13 @@ std::map<net::LinkId, MirrorTraffic::ClassTraffic> MirrorTraffic::partner_links(
       walk(src, target, message.bytes, serialization, message.start, message.end);
     }
   }
-  return links;
+  std::map<net::LinkId, PartnerLink> out;
+  for (auto& [id, sweep] : links) {
+    sweep.advance(SimTime::max());
+    sweep.totals.peak_queue = sweep.queue.finish();
+    out.emplace(id, sweep.totals);
+  }
+  return out;
 }
 
 void MirrorTraffic::adopt_representative_links(const std::vector<net::LinkStats>& links) {
@@ -181,21 +293,33 @@ uint32_t MirrorTraffic::peak(const std::vector<Interval>& intervals) {
 
 std::vector<net::LinkStats> MirrorTraffic::expand() const {
   // Every link's traffic: that of its classes (the same on every link of a class, so each class's
-  // peak is computed once) plus the partner messages that crossed it.
+  // peak is computed once) plus the partner and point-to-point messages that crossed it, whose
+  // queue is counted together with the classes' (partner_links).
   std::vector<const ClassTraffic*> sources;
   std::vector<uint32_t> class_peaks;
+  // Each class's intervals in order of start (recorded as sent: copied only when not).
+  std::vector<std::vector<Interval>> resorted;
+  std::vector<const std::vector<Interval>*> ordered;
   for (const auto& [key, traffic] : classes_) {
     sources.push_back(&traffic);
     class_peaks.push_back(traffic.measured ? traffic.measured_peak : peak(traffic.intervals));
+    const auto by_start = [](const Interval& lhs, const Interval& rhs) {
+      return lhs.start < rhs.start;
+    };
+    if (std::is_sorted(traffic.intervals.begin(), traffic.intervals.end(), by_start)) {
+      ordered.push_back(&traffic.intervals);
+    } else {
+      resorted.emplace_back(traffic.intervals);
+      std::stable_sort(resorted.back().begin(), resorted.back().end(), by_start);
+      ordered.push_back(nullptr);  // set below, once `resorted` stops growing
+    }
   }
-  const std::map<net::LinkId, ClassTraffic> partners = partner_links();
-  for (const auto& [id, traffic] : partners) {
-    sources.push_back(&traffic);
-    class_peaks.push_back(0);  // merged below: partner traffic differs from link to link
+  for (size_t idx = 0, next = 0; idx < ordered.size(); ++idx) {
+    if (ordered[idx] == nullptr) ordered[idx] = &resorted[next++];
   }
-  // (link, source) pairs, grouped by link.
+  // (link, class) pairs, grouped by link.
   std::vector<std::pair<net::LinkId, uint32_t>> uses;
-  uses.reserve(static_cast<size_t>(link_count()) + partners.size());
+  uses.reserve(static_cast<size_t>(link_count()));
   uint32_t source = 0;
   for (const auto& [key, traffic] : classes_) {
     for (uint64_t index = 0; index < class_size(key.rank_class); ++index) {
@@ -203,18 +327,22 @@ std::vector<net::LinkStats> MirrorTraffic::expand() const {
     }
     ++source;
   }
-  for (const auto& [id, traffic] : partners) uses.emplace_back(id, source++);
   std::sort(uses.begin(), uses.end());
+  const std::map<net::LinkId, PartnerLink> partners = partner_links(uses, ordered);
 
-  const auto partner_base = static_cast<uint32_t>(classes_.size());
   std::vector<net::LinkStats> out;
-  out.reserve(uses.size());
+  out.reserve(uses.size() + partners.size());
   std::vector<Interval> merged;
-  for (size_t begin = 0; begin < uses.size();) {
-    size_t end = begin;
-    while (end < uses.size() && uses[end].first == uses[begin].first) ++end;
+  auto partner = partners.begin();
+  for (size_t begin = 0; begin < uses.size() || partner != partners.end();) {
     net::LinkStats stats;
-    stats.link = uses[begin].first;
+    if (begin < uses.size() && (partner == partners.end() || uses[begin].first <= partner->first)) {
+      stats.link = uses[begin].first;
+    } else {
+      stats.link = partner->first;
+    }
+    size_t end = begin;
+    while (end < uses.size() && uses[end].first == stats.link) ++end;
     const net::LinkInfo info = topology_->link_info(stats.link);
     stats.src = info.src;
     stats.dst = info.dst;
@@ -225,7 +353,13 @@ std::vector<net::LinkStats> MirrorTraffic::expand() const {
       stats.busy += traffic.busy;
       stats.messages += traffic.messages;
     }
-    if (end - begin == 1 && uses[begin].second < partner_base) {
+    if (partner != partners.end() && partner->first == stats.link) {
+      stats.bytes = saturating_add(stats.bytes, partner->second.bytes);
+      stats.busy += partner->second.busy;
+      stats.messages += partner->second.messages;
+      stats.peak_queue = partner->second.peak_queue;  // the classes' copies included
+      ++partner;
+    } else if (end - begin == 1) {
       stats.peak_queue = class_peaks[uses[begin].second];
     } else {
       merged.clear();

@@ -102,8 +102,19 @@ class MirrorTraffic {
     SimTime start;
     SimTime end;
   };
-  // Per-link traffic of the partner messages, keyed by link id (ordered, so output is stable).
-  std::map<net::LinkId, ClassTraffic> partner_links() const;
+  // What the partner and point-to-point messages put on each link they crossed, keyed by link id
+  // (ordered, so output is stable); the peak counts them together with the intervals of the
+  // classes that share the link (`class_uses`: (link, class) sorted; `class_intervals`: each
+  // class's intervals in order of start). Memory: the messages in flight, not every interval.
+  struct PartnerLink {
+    uint64_t bytes = 0;
+    SimTime busy;
+    uint64_t messages = 0;
+    uint32_t peak_queue = 0;
+  };
+  std::map<net::LinkId, PartnerLink> partner_links(
+      const std::vector<std::pair<net::LinkId, uint32_t>>& class_uses,
+      const std::vector<const std::vector<Interval>*>& class_intervals) const;
 
   struct RouteMessage {
     const RoutePairs* pairs;
