@@ -535,18 +535,8 @@ nlohmann::json result_json(const fs::path& path, bool drop_events) {
     json["summary"].erase("wall_seconds");
     if (drop_events) json["summary"].erase("events");
   }
-  // Which mode ran (and why not the fast one) is what differs between --fast-path auto and off;
-  // and rank classes list collectives by first issue, then group and sequence, where a full run
-  // lists them in event order (docs/performance.md): the same records, compared as a set.
-  if (drop_events && json.is_object()) {
-    json.erase("simulation");
-    if (json.contains("collectives") && json["collectives"].is_array()) {
-      std::vector<std::string> records;
-      for (const nlohmann::json& record : json["collectives"]) records.push_back(record.dump());
-      std::sort(records.begin(), records.end());
-      json["collectives"] = records;
-    }
-  }
+  // Which mode ran (and why not the fast one) is what differs between --fast-path auto and off.
+  if (drop_events && json.is_object()) json.erase("simulation");
   return json;
 }
 

@@ -319,17 +319,19 @@ Expected<RunResult> Simulation::run() {
         records.back().group = group;
       }
     }
-    // In order of first issue (then group and sequence): a full run lists them in the order they
-    // were first issued, ties broken by the order of events.
-    std::stable_sort(records.begin(), records.end(), [](const auto& lhs, const auto& rhs) {
-      return std::tie(lhs.first_issue, lhs.group, lhs.sequence) <
-             std::tie(rhs.first_issue, rhs.group, rhs.sequence);
-    });
     result.collectives = std::move(records);
     result.links = (*collectives)->mirror_traffic().expand();
   } else {
     result.links = (*network)->link_stats();
   }
+  // In order of first issue, then group and sequence (unique): one order in every mode (the
+  // engine lists them as first issued, ties by the order of events, which differs between a
+  // full run and a class run).
+  std::sort(result.collectives.begin(), result.collectives.end(),
+            [](const sys::CollectiveRecord& lhs, const sys::CollectiveRecord& rhs) {
+              return std::tie(lhs.first_issue, lhs.group, lhs.sequence) <
+                     std::tie(rhs.first_issue, rhs.group, rhs.sequence);
+            });
   for (uint32_t dim = 0; dim < topology.dimension_count(); ++dim) {
     DimensionSummary summary;
     summary.topology = std::string(net::topology_kind_name(topology.dimension(dim).kind));
