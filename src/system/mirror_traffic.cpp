@@ -184,6 +184,34 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
       at = hop.next;
     }
   };
+  // Every link of every pair's route (as the analytical backend walks them: within the lowest
+  // dimension in which the endpoints differ), with the dimension it lies in.
+  struct Route {
+    std::vector<std::pair<Sweep*, uint32_t>> hops;
+  };
+  std::map<RoutePairs, Route> by_content;
+  std::map<const RoutePairs*, const Route*> by_pointer;
+  auto route_of = [&](const RoutePairs* pairs) -> const Route& {
+    auto [at, fresh] = by_pointer.try_emplace(pairs, nullptr);
+    if (!fresh) return *at->second;
+    auto [content, added] = by_content.try_emplace(*pairs);
+    if (added) {
+      for (const auto& [src, dst] : *pairs) {
+        const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
+        if (dim == net::kNoDimension) continue;
+        const net::Rank target = topology_->peer(src, dim, topology_->coordinate(dst, dim));
+        for (net::NodeId node = src; node != target;) {
+          const net::Hop hop = topology_->next_hop(node, target);
+          content->second.hops.emplace_back(&link(hop.link), dim);
+          node = hop.next;
+        }
+      }
+    }
+    at->second = &content->second;
+    return content->second;
+  };
+  const uint32_t dims = topology_->dimension_count();
+  std::vector<SimTime> per_dim(dims);  // a route message's serialization in each dimension
   for (const Message& entry : order) {
     if (!entry.route) {
       const PartnerMessage& message = partner_messages_[entry.index];
@@ -201,16 +229,19 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
       }
       continue;
     }
-    // Point-to-point messages, pair by pair, as the analytical backend walks them: within the
-    // lowest dimension in which the endpoints differ.
+    // Point-to-point messages, pair by pair, along the routes of their pairs (found once per
+    // distinct list of pairs: the sends of one block of a class all stand for the same pairs).
     const RouteMessage& message = route_messages_[entry.index];
-    for (const auto& [src, dst] : *message.pairs) {
-      const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
-      if (dim == net::kNoDimension) continue;
-      const SimTime serialization =
-          topology_->dimension(dim).bandwidth.serialization_time(message.bytes);
-      const net::Rank target = topology_->peer(src, dim, topology_->coordinate(dst, dim));
-      walk(src, target, message.bytes, serialization, message.start, message.end);
+    const Route& route = route_of(message.pairs);
+    for (uint32_t dim = 0; dim < dims; ++dim) {
+      per_dim[dim] = topology_->dimension(dim).bandwidth.serialization_time(message.bytes);
+    }
+    for (const auto& [sweep, dim] : route.hops) {
+      sweep->totals.bytes = saturating_add(sweep->totals.bytes, message.bytes);
+      sweep->totals.busy += per_dim[dim];
+      ++sweep->totals.messages;
+      sweep->advance(message.start);
+      sweep->queue.arrive(message.start, message.end, 1);
     }
   }
   std::map<net::LinkId, PartnerLink> out;
