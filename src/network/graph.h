@@ -142,6 +142,9 @@ class Graph final : public Fabric {
   // Hop distance from every node to NPU `dst` (UINT16_MAX = unreachable), cached.
   const std::vector<uint16_t>& distances_to(Rank dst) const;
   bool forwards(NodeId node) const { return is_switch(node) || spec_.npu_forwarding; }
+  // Whether every NPU reaches, and is reached from, the relaying node of most links (then every
+  // NPU reaches every other). O(nodes + links).
+  bool reaches_through_hub() const;
   LinkId find_link(NodeId from, NodeId to) const;
 
   GraphSpec spec_;

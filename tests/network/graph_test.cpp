@@ -241,6 +241,44 @@ TEST(Generators, hgx_nodes_inside_a_clos) {
   EXPECT_FALSE(with_nodes(*make_torus({4, 4}, {}), 8, {}).has_value());
 }
 
+// Reachability is proved through the best-connected switch; when that fails the pair that cannot
+// be joined is still the one named, and a graph that is connected another way is still valid.
+TEST(Graph, reachability_is_checked_through_a_hub_and_names_the_pair_when_it_fails) {
+  const Bandwidth bw = Bandwidth::from_gbps(1);
+  auto both = [&](std::vector<GraphLink>& links, NodeId a, NodeId b) {
+    links.push_back({a, b, bw, SimTime::zero(), 0});
+    links.push_back({b, a, bw, SimTime::zero(), 0});
+  };
+  // Three NPUs on switch 3; the switch reaches npu2 but npu2 has no way back.
+  GraphSpec star;
+  star.name = "star";
+  star.npus = 3;
+  star.switch_names = {"sw"};
+  both(star.links, 0, 3);
+  both(star.links, 1, 3);
+  star.links.push_back({3, 2, bw, SimTime::zero(), 0});
+  EXPECT_EQ(Graph::create(star).error().message(), "graph 'star': npu2 cannot reach npu0");
+  star.links.push_back({2, 3, bw, SimTime::zero(), 0});
+  EXPECT_TRUE(Graph::create(star).has_value());
+
+  // The switch of most links (4) serves only npu0 and npu1 and a dead end; switch 5 joins all
+  // three NPUs: the hub check fails, the full check finds every pair joined.
+  GraphSpec two;
+  two.name = "two";
+  two.npus = 3;
+  two.switch_names = {"big", "small", "end"};
+  both(two.links, 0, 3);
+  both(two.links, 1, 3);
+  both(two.links, 3, 5);
+  both(two.links, 0, 4);
+  both(two.links, 1, 4);
+  both(two.links, 2, 4);
+  two.links.push_back({3, 5, bw, SimTime::zero(), 0});  // more links for "big"
+  const Expected<Graph> graph = Graph::create(two);
+  ASSERT_TRUE(graph.has_value()) << graph.error().message();
+  EXPECT_EQ(graph->distance(2, 0), 2u);
+}
+
 TEST(Graph, checks_its_input_and_names_what_is_wrong) {
   GraphSpec spec;
   spec.name = "bad";
