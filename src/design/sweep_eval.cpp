@@ -188,9 +188,31 @@ class BreakdownObserver final : public workload::RunObserver {
     }
   }
 
+  // Watching a few ranks lets a point run in class mode (one rank per class of alike ranks).
+  std::span<const workload::Rank> watched_ranks() const override { return ranks_; }
+  void on_representatives(const std::vector<workload::Rank>& representative_of) override {
+    // A watched rank's activities are those of its class's representative: record those (for
+    // every watched rank it stands for) instead.
+    std::vector<std::vector<int32_t>> slots(slot_.size());
+    for (size_t k = 0; k < ranks_.size(); ++k) {
+      slots[representative_of[ranks_[k]]].push_back(static_cast<int32_t>(k));
+    }
+    stands_for_ = std::move(slots);
+  }
+
   void on_activity(const workload::ActivityRecord& record,
                    const chakra::TraceGraph& graph) override {
+    if (!stands_for_.empty()) {
+      if (record.rank >= stands_for_.size()) return;
+      for (const int32_t slot : stands_for_[record.rank]) record_into(slot, record, graph);
+      return;
+    }
     if (record.rank >= slot_.size() || slot_[record.rank] < 0) return;
+    record_into(slot_[record.rank], record, graph);
+  }
+
+  void record_into(int32_t slot, const workload::ActivityRecord& record,
+                   const chakra::TraceGraph& graph) {
     uint8_t category = kNone;
     switch (record.activity) {
       case workload::Activity::kCompute:
@@ -207,8 +229,7 @@ class BreakdownObserver final : public workload::RunObserver {
         category = kFirstComm + static_cast<uint8_t>(collective_kind(record.node, graph));
         break;
     }
-    records_[static_cast<size_t>(slot_[record.rank])].push_back(
-        {record.start.ps(), record.end.ps(), category});
+    records_[static_cast<size_t>(slot)].push_back({record.start.ps(), record.end.ps(), category});
   }
 
   const std::vector<uint32_t>& ranks() const { return ranks_; }
@@ -263,6 +284,8 @@ class BreakdownObserver final : public workload::RunObserver {
   }
 
   std::vector<int32_t> slot_;
+  // In class mode: per simulated rank, the slots of the watched ranks it stands for.
+  std::vector<std::vector<int32_t>> stands_for_;
   std::vector<std::vector<Interval>> records_;
   std::vector<uint32_t> ranks_;
   std::vector<CommKind> group_kinds_;

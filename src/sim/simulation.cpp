@@ -1,5 +1,6 @@
 #include "sim/simulation.h"
 
+#include <algorithm>
 #include <cassert>
 #include <chrono>
 #include <fstream>
@@ -148,7 +149,9 @@ Expected<RunResult> Simulation::run() {
           "rank classes need the analytical backend (links of the {} backend are shared across "
           "classes)",
           settings.backend);
-    } else if (!observers_.empty()) {
+    } else if (std::any_of(observers_.begin(), observers_.end(), [](const auto* observer) {
+                 return observer->watched_ranks().empty();
+               })) {
       class_note = "an observer (a timeline) watches every rank";
     } else {
       std::vector<std::vector<net::Rank>> group_ranks;
@@ -169,6 +172,16 @@ Expected<RunResult> Simulation::run() {
     }
   }
   const bool class_mode = classes.ok;
+  if (class_mode) {
+    // Observers hear each watched rank's activities as its representative's.
+    std::vector<net::Rank> representative_of(rank_count);
+    for (uint32_t rank = 0; rank < rank_count; ++rank) {
+      representative_of[rank] = classes.plan->members[classes.plan->class_of[rank]].front();
+    }
+    for (workload::RunObserver* observer : observers_) {
+      observer->on_representatives(representative_of);
+    }
+  }
   // Ranks a class mode does not simulate run an empty trace (they finish at once; their results
   // are their representative's).
   TraceGraph idle_graph;

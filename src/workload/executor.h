@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,16 @@ class RunObserver {
   virtual ~RunObserver() = default;
   virtual void on_activity(const ActivityRecord& record, const chakra::TraceGraph& graph) = 0;
   // Called when an activity begins (record.end == record.start). Optional.
+  // The ranks whose activities this observer reads; empty (the default): every rank, which keeps
+  // a run out of class mode. An observer that names its ranks lets rank classes run: it is then
+  // told, before the first activity, which simulated rank stands for each rank
+  // (on_representatives), and hears a watched rank's activities as its representative's.
+  virtual std::span<const Rank> watched_ranks() const { return {}; }
+  // representative_of[r] is the rank whose activities stand for rank r's (called in class mode
+  // only, once, before the run).
+  virtual void on_representatives(const std::vector<Rank>& representative_of) {
+    (void)representative_of;
+  }
   virtual void on_activity_start(const ActivityRecord& record, const chakra::TraceGraph& graph) {
     (void)record;
     (void)graph;

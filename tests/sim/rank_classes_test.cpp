@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <tuple>
 
@@ -146,6 +147,61 @@ TEST(RankClasses, pairs_exchanging_messages_are_one_class) {
   // compute.
   EXPECT_EQ(runs->full.rank_results[5].finish, SimTime::from_ns(30000 + 20031 + 20000));
   expect_same_results(runs->fast, runs->full, "pairs");
+}
+
+// Hears the activities of a few ranks, as a sweep's breakdown does.
+class WatchFew final : public workload::RunObserver {
+ public:
+  explicit WatchFew(std::vector<workload::Rank> ranks) : ranks_(std::move(ranks)) {}
+  std::span<const workload::Rank> watched_ranks() const override { return ranks_; }
+  void on_representatives(const std::vector<workload::Rank>& representative_of) override {
+    representative_of_ = representative_of;
+  }
+  void on_activity(const workload::ActivityRecord& record, const chakra::TraceGraph&) override {
+    for (const workload::Rank rank : ranks_) {
+      const workload::Rank heard = representative_of_.empty() ? rank : representative_of_[rank];
+      if (heard == record.rank) {
+        seen[rank].emplace_back(record.node, static_cast<int>(record.activity), record.start,
+                                record.end);
+      }
+    }
+  }
+  std::map<workload::Rank, std::vector<std::tuple<chakra::NodeIndex, int, SimTime, SimTime>>> seen;
+
+ private:
+  std::vector<workload::Rank> ranks_;
+  std::vector<workload::Rank> representative_of_;
+};
+
+// An observer that names its ranks keeps class mode and hears each one as it would in a full run
+// (through its class's representative); one that watches every rank keeps the run full.
+TEST(RankClasses, an_observer_of_a_few_ranks_keeps_class_mode_and_hears_them_as_in_full) {
+  std::map<bool, WatchFew> observers;
+  std::map<bool, RunResult> results;
+  for (const bool fast : {true, false}) {
+    test::RunInputs inputs = pair_exchange(8);
+    inputs.settings.fast_path = fast;
+    Expected<Scenario> scenario = test::make_scenario(inputs);
+    ASSERT_TRUE(scenario) << scenario.error().message();
+    WatchFew& observer = observers.emplace(fast, WatchFew({0, 5, 7})).first->second;
+    Simulation simulation(std::move(*scenario));
+    simulation.add_observer(observer);
+    Expected<RunResult> result = simulation.run();
+    ASSERT_TRUE(result) << result.error().message();
+    results.emplace(fast, std::move(*result));
+  }
+  EXPECT_EQ(results.at(true).mode, "classes");
+  EXPECT_EQ(results.at(false).mode, "full");
+  // The same activities at the same times; those ending in one instant may be heard in another
+  // order (the order of events differs between the modes).
+  for (const workload::Rank rank : {0u, 5u, 7u}) {
+    auto fast = observers.at(true).seen[rank];
+    auto full = observers.at(false).seen[rank];
+    ASSERT_EQ(fast.size(), 4u) << rank;  // compute, send, receive, compute
+    std::sort(fast.begin(), fast.end());
+    std::sort(full.begin(), full.end());
+    EXPECT_EQ(fast, full) << rank;
+  }
 }
 
 TEST(RankClasses, a_straggler_splits_its_class_and_its_partner_s) {
