@@ -74,6 +74,26 @@ Expected<TraceGraph> TraceSetLoader::load(const std::string& path) {
   RawTrace* raw = scratch.get();
   if (!read_raw(path, *raw)) return load_trace(path);  // its exact error
 
+  bool undecodable = false;
+  if (std::optional<TraceGraph> graph = try_templates(path, *raw, undecodable)) {
+    return std::move(*graph);
+  }
+  if (undecodable) return load_trace(path);
+
+  std::optional<TraceGraph> graph = parse(path, *raw);
+  if (!graph) return load_trace(path);
+  parsed_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (templates_.size() < max_templates_) {
+    auto tmpl = std::make_shared<Template>(Template{*graph, std::move(*scratch)});
+    scratch.reset();
+    templates_.push_back(std::move(tmpl));
+  }
+  return std::move(*graph);
+}
+
+std::optional<TraceGraph> TraceSetLoader::try_templates(const std::string& path,
+                                                        const RawTrace& raw, bool& undecodable) {
   std::vector<std::shared_ptr<const Template>> candidates;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -84,26 +104,34 @@ Expected<TraceGraph> TraceSetLoader::load(const std::string& path) {
                                 candidates.empty() ? size_t{0} : candidates.size() - 1);
   for (size_t tried = 0; tried < candidates.size(); ++tried) {
     const size_t index = (first + tried) % candidates.size();
-    bool undecodable = false;
     uint64_t patched = 0;
-    std::optional<TraceGraph> graph = derive(path, *raw, *candidates[index], undecodable, patched);
-    if (undecodable) return load_trace(path);
+    std::optional<TraceGraph> graph = derive(path, raw, *candidates[index], undecodable, patched);
+    if (undecodable) return std::nullopt;
     if (graph) {
       last_hit_.store(index, std::memory_order_relaxed);
       derived_.fetch_add(1, std::memory_order_relaxed);
       patched_nodes_.fetch_add(patched, std::memory_order_relaxed);
-      return std::move(*graph);
+      return graph;
     }
   }
+  return std::nullopt;
+}
 
-  std::optional<TraceGraph> graph = parse(path, *raw);
-  if (!graph) return load_trace(path);
+std::optional<TraceGraph> TraceSetLoader::derive_from_templates(const std::string& source,
+                                                                const RawTrace& raw) {
+  bool undecodable = false;
+  return try_templates(source, raw, undecodable);
+}
+
+Expected<TraceGraph> TraceSetLoader::add_template(const std::string& source, RawTrace raw) {
+  std::optional<TraceGraph> graph = parse(source, raw);
+  if (!graph) {
+    return Error::make(ErrorKind::kParse, "{}: a record does not decode as a Chakra Node", source);
+  }
   parsed_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   if (templates_.size() < max_templates_) {
-    auto tmpl = std::make_shared<Template>(Template{*graph, std::move(*scratch)});
-    scratch.reset();
-    templates_.push_back(std::move(tmpl));
+    templates_.push_back(std::make_shared<Template>(Template{*graph, std::move(raw)}));
   }
   return std::move(*graph);
 }

@@ -35,16 +35,8 @@ class TraceSetLoader {
 
   Expected<TraceGraph> load(const std::string& path);
 
-  struct Stats {
-    uint64_t parsed = 0;   // files parsed whole
-    uint64_t derived = 0;  // files built from a template
-    uint64_t patched_nodes = 0;
-    uint64_t templates = 0;
-  };
-  Stats stats() const;
-
- private:
-  // A file's records as read, not decoded.
+  // A trace's records held in memory (a generator's): the GlobalMetadata and every node record,
+  // serialized back to back.
   struct RawTrace {
     ChakraProtoMsg::GlobalMetadata metadata;
     std::string bytes;           // every node record, back to back
@@ -56,6 +48,23 @@ class TraceSetLoader {
       return std::string_view(bytes).substr(begin, ends[index] - begin);
     }
   };
+  // The graph of `raw` built from a template (as load() builds a file's), or nullopt when no
+  // template fits; adds no template, so that the caller decides which trace becomes one (in rank
+  // order, for a result that does not depend on thread timing). `source` names the graph.
+  std::optional<TraceGraph> derive_from_templates(const std::string& source, const RawTrace& raw);
+  // Parses `raw` whole and keeps it as a template (up to max_templates). Error: a record that does
+  // not decode (named by index).
+  Expected<TraceGraph> add_template(const std::string& source, RawTrace raw);
+
+  struct Stats {
+    uint64_t parsed = 0;   // files parsed whole
+    uint64_t derived = 0;  // files built from a template
+    uint64_t patched_nodes = 0;
+    uint64_t templates = 0;
+  };
+  Stats stats() const;
+
+ private:
   struct Template {
     TraceGraph graph;
     RawTrace raw;
@@ -71,6 +80,9 @@ class TraceSetLoader {
                                           uint64_t& patched);
   // The graph of `raw` parsed whole; nullopt when a record does not decode.
   static std::optional<TraceGraph> parse(const std::string& path, const RawTrace& raw);
+  // Tries every template, the one that matched last first. `undecodable` as for derive.
+  std::optional<TraceGraph> try_templates(const std::string& path, const RawTrace& raw,
+                                          bool& undecodable);
 
   size_t max_templates_;
   mutable std::mutex mutex_;

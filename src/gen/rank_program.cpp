@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <system_error>
 #include <tuple>
@@ -15,6 +16,7 @@
 
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
+#include "chakra/trace_set_loader.h"
 #include "core/parallel.h"
 
 namespace orrery::gen {
@@ -338,60 +340,86 @@ Expected<BuiltTraces> build_trace_set(uint32_t ranks, const std::string& name,
                                       const RankFileOptions& options, const ProgramBuilder& build,
                                       const std::vector<std::vector<uint32_t>>& groups) {
   const ChakraProtoMsg::GlobalMetadata metadata = rank_metadata(options);
+  // Each rank's program is serialized as its file would be and built, as chakra::TraceSetLoader
+  // builds rank files, from the first rank of its shape: the ranks of a stage differ only in
+  // peers and group names, so they share that rank's tables and hold their patched nodes alone
+  // (a 1,024-rank GPT-3 plan took 4.7 GB held whole). Ranks go in chunks: built in parallel
+  // against the templates of earlier chunks, then, in rank order, against this chunk's or made
+  // templates, so which ranks are templates never depends on thread timing.
   struct Built {
     std::optional<Error> error;
-    chakra::TraceGraph graph;
-    std::string bytes;  // the nodes serialized: ranks with equal bytes share a graph
-    uint64_t hash = 0;
+    std::optional<chakra::TraceGraph> graph;
+    std::optional<chakra::TraceSetLoader::RawTrace> raw;  // until built
     uint64_t nodes = 0;
     uint64_t flops = 0;
   };
+  chakra::TraceSetLoader loader(size_t{1} << 16);
   std::vector<Built> built(ranks);
-  parallel_for(ranks, options.threads, [&](size_t index) {
-    Built& out = built[index];
-    Expected<RankProgram> program = build(static_cast<uint32_t>(index));
-    if (!program) {
-      out.error = program.error();
-      return;
-    }
-    out.graph.set_source(fmt::format("{} rank {}", name, index));
-    out.graph.set_metadata(metadata);
-    std::string record;
-    Status status = program->emit([&](const ChakraProtoMsg::Node& node) {
-      out.graph.add_node(node);
-      record.clear();
-      node.SerializeToString(&record);
-      out.bytes += std::to_string(record.size()) + ":" + record;
-      return Status::ok();
+  std::map<const void*, uint32_t> template_rank;  // structure -> the rank whose trace it is
+  auto source_of = [&](size_t rank) { return fmt::format("{} rank {}", name, rank); };
+  const size_t chunk = std::max<size_t>(8, 4 * (options.threads == 0 ? 2 : options.threads));
+  for (size_t first = 0; first < ranks; first += chunk) {
+    const size_t count = std::min<size_t>(chunk, ranks - first);
+    parallel_for(count, options.threads, [&](size_t k) {
+      const size_t index = first + k;
+      Built& out = built[index];
+      Expected<RankProgram> program = build(static_cast<uint32_t>(index));
+      if (!program) {
+        out.error = program.error();
+        return;
+      }
+      chakra::TraceSetLoader::RawTrace raw;
+      raw.metadata = metadata;
+      std::string record;
+      Status status = program->emit([&](const ChakraProtoMsg::Node& node) {
+        record.clear();
+        node.SerializeToString(&record);
+        raw.bytes += record;
+        raw.ends.push_back(raw.bytes.size());
+        return Status::ok();
+      });
+      if (!status) {
+        out.error = status.error();
+        return;
+      }
+      out.nodes = program->size();
+      out.flops = program->total_flops();
+      out.graph = loader.derive_from_templates(source_of(index), raw);
+      if (!out.graph) out.raw = std::move(raw);
     });
-    if (!status) {
-      out.error = status.error();
-      return;
+    for (size_t index = first; index < first + count; ++index) {
+      Built& out = built[index];
+      if (out.error || !out.raw) continue;
+      out.graph = loader.derive_from_templates(source_of(index), *out.raw);
+      if (!out.graph) {
+        Expected<chakra::TraceGraph> graph =
+            loader.add_template(source_of(index), std::move(*out.raw));
+        if (!graph) {
+          out.error = graph.error();
+        } else {
+          template_rank.emplace(graph->structure(), static_cast<uint32_t>(index));
+          out.graph = std::move(*graph);
+        }
+      }
+      out.raw.reset();
     }
-    out.graph.finish();
-    out.hash = std::hash<std::string>{}(out.bytes);
-    out.nodes = program->size();
-    out.flops = program->total_flops();
-  });
+  }
   BuiltTraces traces;
   std::vector<chakra::TraceGraph> graphs;
   std::vector<uint32_t> rank_graph(ranks);
-  std::unordered_map<uint64_t, std::vector<uint32_t>> by_hash;  // hash -> ranks owning a graph
   for (uint32_t rank = 0; rank < ranks; ++rank) {
     Built& one = built[rank];
     if (one.error) return *one.error;
     traces.nodes += one.nodes;
     traces.flops += one.flops;
-    std::vector<uint32_t>& same_hash = by_hash[one.hash];
-    const auto twin = std::find_if(same_hash.begin(), same_hash.end(),
-                                   [&](uint32_t other) { return built[other].bytes == one.bytes; });
-    if (twin != same_hash.end()) {
-      rank_graph[rank] = rank_graph[*twin];
+    // A rank that patched nothing is its template's rank: they share one graph.
+    const auto twin = template_rank.find(one.graph->structure());
+    if (one.graph->patched_count() == 0 && twin != template_rank.end() && twin->second != rank) {
+      rank_graph[rank] = rank_graph[twin->second];
       continue;
     }
-    same_hash.push_back(rank);
     rank_graph[rank] = static_cast<uint32_t>(graphs.size());
-    graphs.push_back(std::move(one.graph));
+    graphs.push_back(std::move(*one.graph));
   }
   built.clear();
   traces.traces = chakra::TraceSet::from_graphs(name, std::move(graphs), std::move(rank_graph));
