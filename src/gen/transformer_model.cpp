@@ -57,10 +57,15 @@ OpCost norm_bwd_cost(const TransformerModel& model, uint64_t tokens) {
 // A matrix product of (tokens x in) by (in x out): 2 tokens in out operations; reads input and
 // weights, writes the output.
 OpCost matmul_cost(uint64_t tokens, uint64_t in, uint64_t out, uint32_t bytes_per_element) {
-  return {2 * tokens * in * out, (tokens * in + in * out + tokens * out) * bytes_per_element};
+  return {2 * tokens * in * out, (tokens * in + in * out + tokens * out) * bytes_per_element,
+          GemmShape{tokens, out, in, 1}};
 }
 
 OpCost twice(const OpCost& cost) { return {2 * cost.flops, 2 * cost.bytes}; }
+
+// The backward products of a forward GEMM: same operations and bytes, transposed shapes.
+OpCost dgrad(const OpCost& forward) { return {forward.flops, forward.bytes, forward.gemm.dgrad()}; }
+OpCost wgrad(const OpCost& forward) { return {forward.flops, forward.bytes, forward.gemm.wgrad()}; }
 
 struct PresetSpec {
   const char* name;
@@ -458,13 +463,16 @@ LayerCosts layer_costs(const TransformerModel& model, uint32_t layer, const Laye
 
   costs.qkv = matmul_cost(tokens, h, (q + 2 * kv) / t, b);
   costs.attention = attention_cost(model, shard.tp, tokens, kv_tokens, tokens * shard.kv_tokens);
+  // Attention's shape is its scores product, per sequence and local head: (s_q x d) by (d x s_kv).
+  costs.attention.gemm = {shard.q_tokens, shard.kv_tokens, model.head_size(),
+                          shard.batch * (model.heads / t)};
   costs.attention_bwd = {2 * costs.attention.flops,
-                         (4 * tokens * q / t + 4 * kv_tokens * kv / t) * b};
+                         (4 * tokens * q / t + 4 * kv_tokens * kv / t) * b, costs.attention.gemm};
   costs.attn_out = matmul_cost(tokens, q / t, h, b);
-  costs.qkv_dgrad = costs.qkv;
-  costs.qkv_wgrad = costs.qkv;
-  costs.attn_out_dgrad = costs.attn_out;
-  costs.attn_out_wgrad = costs.attn_out;
+  costs.qkv_dgrad = dgrad(costs.qkv);
+  costs.qkv_wgrad = wgrad(costs.qkv);
+  costs.attn_out_dgrad = dgrad(costs.attn_out);
+  costs.attn_out_wgrad = wgrad(costs.attn_out);
 
   const uint64_t up_outputs = model.mlp_matrices() - 1ULL;
   const bool swiglu = model.mlp == MlpKind::kSwiGlu;
@@ -486,16 +494,18 @@ LayerCosts layer_costs(const TransformerModel& model, uint32_t layer, const Laye
   const uint64_t f_t = f / t;
   costs.mlp_up = {
       2 * mlp_tokens * h * f_t * up_outputs,
-      (mlp_tokens * h + weight_copies * h * f_t * up_outputs + mlp_tokens * f_t * up_outputs) * b};
+      (mlp_tokens * h + weight_copies * h * f_t * up_outputs + mlp_tokens * f_t * up_outputs) * b,
+      GemmShape{mlp_tokens, f_t * up_outputs, h, 1}};
   costs.mlp_act = {(swiglu ? kSwiGluFlops : kGeluFlops) * mlp_tokens * f_t,
                    (swiglu ? 3 : 2) * mlp_tokens * f_t * b};
   costs.mlp_act_bwd = {2 * costs.mlp_act.flops, (swiglu ? 5 : 3) * mlp_tokens * f_t * b};
   costs.mlp_down = {2 * mlp_tokens * f_t * h,
-                    (mlp_tokens * f_t + weight_copies * f_t * h + mlp_tokens * h) * b};
-  costs.mlp_up_dgrad = costs.mlp_up;
-  costs.mlp_up_wgrad = costs.mlp_up;
-  costs.mlp_down_dgrad = costs.mlp_down;
-  costs.mlp_down_wgrad = costs.mlp_down;
+                    (mlp_tokens * f_t + weight_copies * f_t * h + mlp_tokens * h) * b,
+                    GemmShape{mlp_tokens, h, f_t, 1}};
+  costs.mlp_up_dgrad = dgrad(costs.mlp_up);
+  costs.mlp_up_wgrad = wgrad(costs.mlp_up);
+  costs.mlp_down_dgrad = dgrad(costs.mlp_down);
+  costs.mlp_down_wgrad = wgrad(costs.mlp_down);
   return costs;
 }
 
@@ -515,8 +525,8 @@ EdgeCosts edge_costs(const TransformerModel& model, const LayerShard& shard) {
   costs.final_norm = norm_cost(model, norm_tokens);
   costs.final_norm_bwd = norm_bwd_cost(model, norm_tokens);
   costs.logits = matmul_cost(tokens, h, v_t, b);
-  costs.logits_dgrad = costs.logits;
-  costs.logits_wgrad = costs.logits;
+  costs.logits_dgrad = dgrad(costs.logits);
+  costs.logits_wgrad = wgrad(costs.logits);
   costs.loss = {kLossFlops * tokens * v_t, tokens * v_t * b + 3 * tokens * 4};
   costs.loss_bwd = {2 * tokens * v_t, 2 * tokens * v_t * b};
   return costs;

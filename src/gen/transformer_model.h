@@ -109,10 +109,25 @@ uint64_t embedding_params(const TransformerModel& model, uint32_t tp);
 // Final norm plus the output layer (V/t x h) when it is not tied to an embedding on the same rank.
 uint64_t head_params(const TransformerModel& model, uint32_t tp, bool holds_embedding);
 
-// Floating-point operations and bytes of one compute node.
+// A matrix product's shape: `batch` products of (m x k) by (k x n); m = 0 when the operation is
+// not one. Written as the gemm_m, gemm_n, gemm_k, gemm_batch attributes of its compute node, which
+// a hardware preset's compute model reads (docs/models/compute.md).
+struct GemmShape {
+  uint64_t m = 0, n = 0, k = 0, batch = 1;
+  bool valid() const { return m > 0 && n > 0 && k > 0 && batch > 0; }
+  // The backward products of a forward (m x k) by (k x n): the data gradient (m x n) by (n x k),
+  // the weight gradient (k x m) by (m x n).
+  GemmShape dgrad() const { return {m, k, n, batch}; }
+  GemmShape wgrad() const { return {k, n, m, batch}; }
+};
+
+// Floating-point operations and bytes of one compute node, and its shape when it is a GEMM.
 struct OpCost {
+  OpCost(uint64_t flops_ = 0, uint64_t bytes_ = 0, GemmShape gemm_ = {})
+      : flops(flops_), bytes(bytes_), gemm(gemm_) {}
   uint64_t flops = 0;
   uint64_t bytes = 0;
+  GemmShape gemm;
 };
 
 // One layer and one micro-batch as one rank sees them.
