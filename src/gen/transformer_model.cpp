@@ -122,12 +122,29 @@ std::string preset_names() {
 }
 
 // The keys a model file may hold.
-constexpr std::array<const char*, 22> kModelKeys = {
-    "name",      "base",           "layers",  "hidden",          "heads",
-    "kv_heads",  "head_dim",       "ffn",     "vocab",           "seq",
-    "mlp",       "norm",           "bias",    "tied_embeddings", "learned_positions",
-    "dropout",   "dtype",          "experts", "top_k",           "moe_ffn",
-    "moe_every", "capacity_factor"};
+constexpr std::array<const char*, 23> kModelKeys = {"name",
+                                                    "base",
+                                                    "layers",
+                                                    "hidden",
+                                                    "heads",
+                                                    "kv_heads",
+                                                    "head_dim",
+                                                    "ffn",
+                                                    "vocab",
+                                                    "seq",
+                                                    "mlp",
+                                                    "norm",
+                                                    "bias",
+                                                    "tied_embeddings",
+                                                    "learned_positions",
+                                                    "dropout",
+                                                    "unfused_attention",
+                                                    "dtype",
+                                                    "experts",
+                                                    "top_k",
+                                                    "moe_ffn",
+                                                    "moe_every",
+                                                    "capacity_factor"};
 
 }  // namespace
 
@@ -289,11 +306,12 @@ Expected<TransformerModel> load_model_file(const std::string& path) {
   }
   if (!kv_given && !base->has_value()) model.kv_heads = model.heads;
 
-  const std::array<std::pair<const char*, bool*>, 4> flags = {{
+  const std::array<std::pair<const char*, bool*>, 5> flags = {{
       {"bias", &model.bias},
       {"tied_embeddings", &model.tied_embeddings},
       {"learned_positions", &model.learned_positions},
       {"dropout", &model.dropout},
+      {"unfused_attention", &model.unfused_attention},
   }};
   for (const auto& [key, field] : flags) {
     if (!doc.contains(key)) continue;
@@ -417,8 +435,8 @@ uint64_t active_parameters(const TransformerModel& model) {
 
 uint64_t LayerCosts::forward_flops() const {
   uint64_t sum = 0;
-  for (const OpCost* cost : {&attn_norm, &qkv, &attention, &attn_out, &mlp_norm, &router, &mlp_up,
-                             &mlp_act, &mlp_down}) {
+  for (const OpCost* cost : {&attn_norm, &qkv, &attention, &attn_softmax, &attn_out, &mlp_norm,
+                             &router, &mlp_up, &mlp_act, &mlp_down}) {
     sum += cost->flops;
   }
   return sum;
@@ -427,9 +445,9 @@ uint64_t LayerCosts::forward_flops() const {
 uint64_t LayerCosts::backward_flops() const {
   uint64_t sum = 0;
   for (const OpCost* cost :
-       {&attn_norm_bwd, &qkv_dgrad, &qkv_wgrad, &attention_bwd, &attn_out_dgrad, &attn_out_wgrad,
-        &mlp_norm_bwd, &router_bwd, &mlp_up_dgrad, &mlp_up_wgrad, &mlp_act_bwd, &mlp_down_dgrad,
-        &mlp_down_wgrad}) {
+       {&attn_norm_bwd, &qkv_dgrad, &qkv_wgrad, &attention_bwd, &attn_softmax_bwd, &attn_out_dgrad,
+        &attn_out_wgrad, &mlp_norm_bwd, &router_bwd, &mlp_up_dgrad, &mlp_up_wgrad, &mlp_act_bwd,
+        &mlp_down_dgrad, &mlp_down_wgrad}) {
     sum += cost->flops;
   }
   return sum;
@@ -468,6 +486,20 @@ LayerCosts layer_costs(const TransformerModel& model, uint32_t layer, const Laye
                           shard.batch * (model.heads / t)};
   costs.attention_bwd = {2 * costs.attention.flops,
                          (4 * tokens * q / t + 4 * kv_tokens * kv / t) * b, costs.attention.gemm};
+  if (model.unfused_attention) {
+    // The scores, b (a/t) s_q s_kv elements in the model's type: the forward GEMMs write them and
+    // read the probabilities back (2 passes); the softmax reads and writes them, dropout writes a
+    // 1-byte mask beside a second copy; backward, the GEMMs write and read them twice, dropout's
+    // and softmax's backward read two tensors and write one each.
+    const uint64_t scores = shard.batch * (model.heads / t) * shard.q_tokens * shard.kv_tokens;
+    const uint64_t passes = model.dropout ? 4 : 2;  // softmax (read, write), dropout (read, write)
+    costs.attention.bytes += 2 * scores * b;
+    costs.attention_bwd.bytes += 4 * scores * b;
+    costs.attn_softmax = {scores * (model.dropout ? 2 : 1),
+                          passes * scores * b + (model.dropout ? scores : 0)};
+    costs.attn_softmax_bwd = {2 * costs.attn_softmax.flops,
+                              (model.dropout ? 5 : 3) * scores * b + (model.dropout ? scores : 0)};
+  }
   costs.attn_out = matmul_cost(tokens, q / t, h, b);
   costs.qkv_dgrad = dgrad(costs.qkv);
   costs.qkv_wgrad = wgrad(costs.qkv);

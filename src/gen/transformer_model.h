@@ -56,6 +56,10 @@ struct TransformerModel {
   bool tied_embeddings = false;    // the output layer shares the input embedding's weights
   bool learned_positions = false;  // a learned position embedding of seq x h (GPT)
   bool dropout = false;            // dropout after attention and MLP (masks kept for backward)
+  // Attention as Megatron-LM ran it before FlashAttention (2021): the scores are written to memory
+  // by one batched GEMM, softmaxed (and dropped out) by memory-bound kernels, read by the next
+  // GEMM. false: FlashAttention-style, the scores stay on chip.
+  bool unfused_attention = false;
   DType dtype = DType::kBf16;
   // Mixture of Experts: 0 experts is a dense model.
   uint32_t experts = 0;
@@ -147,6 +151,9 @@ struct LayerCosts {
   OpCost attn_norm_bwd, qkv_dgrad, qkv_wgrad, attention_bwd, attn_out_dgrad, attn_out_wgrad;
   OpCost mlp_norm_bwd, router_bwd, mlp_up_dgrad, mlp_up_wgrad, mlp_act_bwd, mlp_down_dgrad,
       mlp_down_wgrad;
+  // Unfused attention only (zero otherwise): the softmax (and dropout) of the scores, forward and
+  // backward, memory-bound kernels of their own.
+  OpCost attn_softmax, attn_softmax_bwd;
   uint64_t tokens = 0;         // b x q_tokens
   uint64_t norm_tokens = 0;    // tokens / tp with sequence parallelism
   uint64_t expert_tokens = 0;  // MoE: ceil(top_k x tokens x capacity_factor), token copies routed
