@@ -350,6 +350,13 @@ class TrainingBuilder {
     const ProgRef norm1_bwd =
         program_.compute(name("attn_norm_bwd"), cost.attn_norm_bwd, {norm1_grad, norm2_bwd});
     producers.push_back(norm1_bwd);
+    if (model_.grad_accumulation_bytes > 0) {
+      const uint64_t params = block.dense + block.expert;
+      const ProgRef accumulate = program_.compute(
+          name("grad_accumulate"), OpCost{params, params * model_.grad_accumulation_bytes}, {});
+      program_.depend(accumulate, producers);
+      producers = {accumulate};
+    }
     gradients_done(block, micro_batch, std::move(producers));
     return norm1_bwd;
   }

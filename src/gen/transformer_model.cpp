@@ -122,29 +122,15 @@ std::string preset_names() {
 }
 
 // The keys a model file may hold.
-constexpr std::array<const char*, 23> kModelKeys = {"name",
-                                                    "base",
-                                                    "layers",
-                                                    "hidden",
-                                                    "heads",
-                                                    "kv_heads",
-                                                    "head_dim",
-                                                    "ffn",
-                                                    "vocab",
-                                                    "seq",
-                                                    "mlp",
-                                                    "norm",
-                                                    "bias",
-                                                    "tied_embeddings",
-                                                    "learned_positions",
-                                                    "dropout",
-                                                    "unfused_attention",
-                                                    "dtype",
-                                                    "experts",
-                                                    "top_k",
-                                                    "moe_ffn",
-                                                    "moe_every",
-                                                    "capacity_factor"};
+// clang-format off
+constexpr std::array<const char*, 24> kModelKeys = {
+    "name",      "base",           "layers",  "hidden",          "heads",
+    "kv_heads",  "head_dim",       "ffn",     "vocab",           "seq",
+    "mlp",       "norm",           "bias",    "tied_embeddings", "learned_positions",
+    "dropout",   "dtype",          "experts", "top_k",           "moe_ffn",
+    "moe_every", "capacity_factor",
+    "unfused_attention", "grad_accumulation_bytes"};
+// clang-format on
 
 }  // namespace
 
@@ -281,7 +267,7 @@ Expected<TransformerModel> load_model_file(const std::string& path) {
   if (name->has_value()) model.name = **name;
 
   constexpr int64_t kMax = std::numeric_limits<uint32_t>::max();
-  const std::array<std::pair<const char*, uint32_t*>, 12> integers = {{
+  const std::array<std::pair<const char*, uint32_t*>, 13> integers = {{
       {"layers", &model.layers},
       {"hidden", &model.hidden},
       {"heads", &model.heads},
@@ -294,12 +280,14 @@ Expected<TransformerModel> load_model_file(const std::string& path) {
       {"top_k", &model.top_k},
       {"moe_ffn", &model.moe_ffn},
       {"moe_every", &model.moe_every},
+      {"grad_accumulation_bytes", &model.grad_accumulation_bytes},
   }};
   const bool kv_given = doc.contains("kv_heads");
   for (const auto& [key, field] : integers) {
-    const bool may_be_zero = std::string_view(key) == "head_dim" ||
-                             std::string_view(key) == "experts" ||
-                             std::string_view(key) == "top_k" || std::string_view(key) == "moe_ffn";
+    const bool may_be_zero =
+        std::string_view(key) == "head_dim" || std::string_view(key) == "experts" ||
+        std::string_view(key) == "top_k" || std::string_view(key) == "moe_ffn" ||
+        std::string_view(key) == "grad_accumulation_bytes";
     Expected<std::optional<int64_t>> value = config->get_int(key, may_be_zero ? 0 : 1, kMax);
     if (!value) return value.error();
     if (value->has_value()) *field = static_cast<uint32_t>(**value);

@@ -60,6 +60,10 @@ struct TransformerModel {
   // by one batched GEMM, softmaxed (and dropped out) by memory-bound kernels, read by the next
   // GEMM. false: FlashAttention-style, the scores stay on chip.
   bool unfused_attention = false;
+  // Bytes per parameter that a separate kernel moves to accumulate each micro-batch's weight
+  // gradients into the gradient buffer (Megatron-LM 2021: main_grad.add_(grad), fp16: read 2,
+  // read 2, write 2 = 6). 0: accumulated inside the weight-gradient GEMMs.
+  uint32_t grad_accumulation_bytes = 0;
   DType dtype = DType::kBf16;
   // Mixture of Experts: 0 experts is a dense model.
   uint32_t experts = 0;
