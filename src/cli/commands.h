@@ -21,6 +21,7 @@ void add_topo_command(CLI::App& app, int& exit_code);
 void add_libra_command(CLI::App& app, int& exit_code);
 void add_shard_command(CLI::App& app, int& exit_code);
 void add_collective_command(CLI::App& app, int& exit_code);
+void add_calibrate_command(CLI::App& app, int& exit_code);
 
 // Prints "orrery: error: <message>" on stderr and returns the exit code for it (1). Also linked
 // into the orrery-<verb> executables (cli/CMakeLists.txt).

@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
   orrery::cli::add_libra_command(app, exit_code);
   orrery::cli::add_shard_command(app, exit_code);
   orrery::cli::add_collective_command(app, exit_code);
+  orrery::cli::add_calibrate_command(app, exit_code);
   // Listed in --help; never parsed here (main execs them first).
   for (const orrery::cli::ExternalVerb& verb : orrery::cli::kExternalVerbs) {
     app.add_subcommand(verb.name, verb.description)->allow_extras()->prefix_command();

@@ -223,7 +223,10 @@ class TrainingBuilder {
       kv = program_.collective(name("kv.cp_allgather"), ALL_GATHER,
                                tokens_ * 2 * model_.kv_dim() / plan_.tp * bytes_, cp_group_, {qkv});
     }
-    const ProgRef attention = program_.compute(name("attention"), cost.attention, {qkv, kv});
+    ProgRef attention = program_.compute(name("attention"), cost.attention, {qkv, kv});
+    if (model_.unfused_attention) {
+      attention = program_.compute(name("attn_softmax"), cost.attn_softmax, {attention});
+    }
     const ProgRef out = program_.compute(name("attn_out"), cost.attn_out, {attention});
     const ProgRef residual = tp_reduce(name("attn_out"), out);
     const ProgRef norm2 = program_.compute(name("mlp_norm"), cost.mlp_norm, {residual, input});
@@ -321,8 +324,12 @@ class TrainingBuilder {
     const ProgRef out_wgrad =
         program_.compute(name("attn_out_wgrad"), cost.attn_out_wgrad, {attn_grad});
     producers.push_back(out_wgrad);
-    const ProgRef attention_bwd =
+    ProgRef attention_bwd =
         program_.compute(name("attention_bwd"), cost.attention_bwd, {out_dgrad});
+    if (model_.unfused_attention) {
+      attention_bwd =
+          program_.compute(name("attn_softmax_bwd"), cost.attn_softmax_bwd, {attention_bwd});
+    }
     ProgRef kv_grad = kNoNode;
     if (cp_group_ != 0) {
       kv_grad = program_.collective(
@@ -343,6 +350,13 @@ class TrainingBuilder {
     const ProgRef norm1_bwd =
         program_.compute(name("attn_norm_bwd"), cost.attn_norm_bwd, {norm1_grad, norm2_bwd});
     producers.push_back(norm1_bwd);
+    if (model_.grad_accumulation_bytes > 0) {
+      const uint64_t params = block.dense + block.expert;
+      const ProgRef accumulate = program_.compute(
+          name("grad_accumulate"), OpCost{params, params * model_.grad_accumulation_bytes}, {});
+      program_.depend(accumulate, producers);
+      producers = {accumulate};
+    }
     gradients_done(block, micro_batch, std::move(producers));
     return norm1_bwd;
   }

@@ -48,6 +48,7 @@ ProgRef RankProgram::compute(std::string name, const OpCost& cost,
   node.lane = lane;
   node.flops = cost.flops;
   node.bytes = cost.bytes;
+  node.gemm = cost.gemm;
   return add(std::move(node), data);
 }
 
@@ -198,6 +199,12 @@ Status RankProgram::emit(const std::function<Status(const ChakraProtoMsg::Node&)
         add_attr(out_node, "is_cpu_op").set_bool_val(false);
         add_attr(out_node, "num_ops").set_int64_val(static_cast<int64_t>(node.flops));
         add_attr(out_node, "tensor_size").set_uint64_val(node.bytes);
+        if (node.gemm.valid()) {
+          add_attr(out_node, "gemm_m").set_uint64_val(node.gemm.m);
+          add_attr(out_node, "gemm_n").set_uint64_val(node.gemm.n);
+          add_attr(out_node, "gemm_k").set_uint64_val(node.gemm.k);
+          add_attr(out_node, "gemm_batch").set_uint64_val(node.gemm.batch);
+        }
         if (node.duration_us > 0) out_node.set_duration_micros(node.duration_us);
         break;
       case ProgKind::kCollective:

@@ -50,6 +50,7 @@ class RankProgram {
     int32_t tag = 0;     // send, receive
     // compute: duration_micros (0: none, num_ops times it)
     uint64_t duration_us = 0;
+    GemmShape gemm;  // compute: gemm_m/n/k/batch attributes when valid
   };
 
   // Each adder appends one node and returns it. Dependencies equal to kNoNode are skipped, so

@@ -57,10 +57,15 @@ OpCost norm_bwd_cost(const TransformerModel& model, uint64_t tokens) {
 // A matrix product of (tokens x in) by (in x out): 2 tokens in out operations; reads input and
 // weights, writes the output.
 OpCost matmul_cost(uint64_t tokens, uint64_t in, uint64_t out, uint32_t bytes_per_element) {
-  return {2 * tokens * in * out, (tokens * in + in * out + tokens * out) * bytes_per_element};
+  return {2 * tokens * in * out, (tokens * in + in * out + tokens * out) * bytes_per_element,
+          GemmShape{tokens, out, in, 1}};
 }
 
 OpCost twice(const OpCost& cost) { return {2 * cost.flops, 2 * cost.bytes}; }
+
+// The backward products of a forward GEMM: same operations and bytes, transposed shapes.
+OpCost dgrad(const OpCost& forward) { return {forward.flops, forward.bytes, forward.gemm.dgrad()}; }
+OpCost wgrad(const OpCost& forward) { return {forward.flops, forward.bytes, forward.gemm.wgrad()}; }
 
 struct PresetSpec {
   const char* name;
@@ -117,12 +122,15 @@ std::string preset_names() {
 }
 
 // The keys a model file may hold.
-constexpr std::array<const char*, 22> kModelKeys = {
+// clang-format off
+constexpr std::array<const char*, 24> kModelKeys = {
     "name",      "base",           "layers",  "hidden",          "heads",
     "kv_heads",  "head_dim",       "ffn",     "vocab",           "seq",
     "mlp",       "norm",           "bias",    "tied_embeddings", "learned_positions",
     "dropout",   "dtype",          "experts", "top_k",           "moe_ffn",
-    "moe_every", "capacity_factor"};
+    "moe_every", "capacity_factor",
+    "unfused_attention", "grad_accumulation_bytes"};
+// clang-format on
 
 }  // namespace
 
@@ -259,7 +267,7 @@ Expected<TransformerModel> load_model_file(const std::string& path) {
   if (name->has_value()) model.name = **name;
 
   constexpr int64_t kMax = std::numeric_limits<uint32_t>::max();
-  const std::array<std::pair<const char*, uint32_t*>, 12> integers = {{
+  const std::array<std::pair<const char*, uint32_t*>, 13> integers = {{
       {"layers", &model.layers},
       {"hidden", &model.hidden},
       {"heads", &model.heads},
@@ -272,23 +280,26 @@ Expected<TransformerModel> load_model_file(const std::string& path) {
       {"top_k", &model.top_k},
       {"moe_ffn", &model.moe_ffn},
       {"moe_every", &model.moe_every},
+      {"grad_accumulation_bytes", &model.grad_accumulation_bytes},
   }};
   const bool kv_given = doc.contains("kv_heads");
   for (const auto& [key, field] : integers) {
-    const bool may_be_zero = std::string_view(key) == "head_dim" ||
-                             std::string_view(key) == "experts" ||
-                             std::string_view(key) == "top_k" || std::string_view(key) == "moe_ffn";
+    const bool may_be_zero =
+        std::string_view(key) == "head_dim" || std::string_view(key) == "experts" ||
+        std::string_view(key) == "top_k" || std::string_view(key) == "moe_ffn" ||
+        std::string_view(key) == "grad_accumulation_bytes";
     Expected<std::optional<int64_t>> value = config->get_int(key, may_be_zero ? 0 : 1, kMax);
     if (!value) return value.error();
     if (value->has_value()) *field = static_cast<uint32_t>(**value);
   }
   if (!kv_given && !base->has_value()) model.kv_heads = model.heads;
 
-  const std::array<std::pair<const char*, bool*>, 4> flags = {{
+  const std::array<std::pair<const char*, bool*>, 5> flags = {{
       {"bias", &model.bias},
       {"tied_embeddings", &model.tied_embeddings},
       {"learned_positions", &model.learned_positions},
       {"dropout", &model.dropout},
+      {"unfused_attention", &model.unfused_attention},
   }};
   for (const auto& [key, field] : flags) {
     if (!doc.contains(key)) continue;
@@ -412,8 +423,8 @@ uint64_t active_parameters(const TransformerModel& model) {
 
 uint64_t LayerCosts::forward_flops() const {
   uint64_t sum = 0;
-  for (const OpCost* cost : {&attn_norm, &qkv, &attention, &attn_out, &mlp_norm, &router, &mlp_up,
-                             &mlp_act, &mlp_down}) {
+  for (const OpCost* cost : {&attn_norm, &qkv, &attention, &attn_softmax, &attn_out, &mlp_norm,
+                             &router, &mlp_up, &mlp_act, &mlp_down}) {
     sum += cost->flops;
   }
   return sum;
@@ -422,9 +433,9 @@ uint64_t LayerCosts::forward_flops() const {
 uint64_t LayerCosts::backward_flops() const {
   uint64_t sum = 0;
   for (const OpCost* cost :
-       {&attn_norm_bwd, &qkv_dgrad, &qkv_wgrad, &attention_bwd, &attn_out_dgrad, &attn_out_wgrad,
-        &mlp_norm_bwd, &router_bwd, &mlp_up_dgrad, &mlp_up_wgrad, &mlp_act_bwd, &mlp_down_dgrad,
-        &mlp_down_wgrad}) {
+       {&attn_norm_bwd, &qkv_dgrad, &qkv_wgrad, &attention_bwd, &attn_softmax_bwd, &attn_out_dgrad,
+        &attn_out_wgrad, &mlp_norm_bwd, &router_bwd, &mlp_up_dgrad, &mlp_up_wgrad, &mlp_act_bwd,
+        &mlp_down_dgrad, &mlp_down_wgrad}) {
     sum += cost->flops;
   }
   return sum;
@@ -458,13 +469,30 @@ LayerCosts layer_costs(const TransformerModel& model, uint32_t layer, const Laye
 
   costs.qkv = matmul_cost(tokens, h, (q + 2 * kv) / t, b);
   costs.attention = attention_cost(model, shard.tp, tokens, kv_tokens, tokens * shard.kv_tokens);
+  // Attention's shape is its scores product, per sequence and local head: (s_q x d) by (d x s_kv).
+  costs.attention.gemm = {shard.q_tokens, shard.kv_tokens, model.head_size(),
+                          shard.batch * (model.heads / t)};
   costs.attention_bwd = {2 * costs.attention.flops,
-                         (4 * tokens * q / t + 4 * kv_tokens * kv / t) * b};
+                         (4 * tokens * q / t + 4 * kv_tokens * kv / t) * b, costs.attention.gemm};
+  if (model.unfused_attention) {
+    // The scores, b (a/t) s_q s_kv elements in the model's type: the forward GEMMs write them and
+    // read the probabilities back (2 passes); the softmax reads and writes them, dropout writes a
+    // 1-byte mask beside a second copy; backward, the GEMMs write and read them twice, dropout's
+    // and softmax's backward read two tensors and write one each.
+    const uint64_t scores = shard.batch * (model.heads / t) * shard.q_tokens * shard.kv_tokens;
+    const uint64_t passes = model.dropout ? 4 : 2;  // softmax (read, write), dropout (read, write)
+    costs.attention.bytes += 2 * scores * b;
+    costs.attention_bwd.bytes += 4 * scores * b;
+    costs.attn_softmax = {scores * (model.dropout ? 2 : 1),
+                          passes * scores * b + (model.dropout ? scores : 0)};
+    costs.attn_softmax_bwd = {2 * costs.attn_softmax.flops,
+                              (model.dropout ? 5 : 3) * scores * b + (model.dropout ? scores : 0)};
+  }
   costs.attn_out = matmul_cost(tokens, q / t, h, b);
-  costs.qkv_dgrad = costs.qkv;
-  costs.qkv_wgrad = costs.qkv;
-  costs.attn_out_dgrad = costs.attn_out;
-  costs.attn_out_wgrad = costs.attn_out;
+  costs.qkv_dgrad = dgrad(costs.qkv);
+  costs.qkv_wgrad = wgrad(costs.qkv);
+  costs.attn_out_dgrad = dgrad(costs.attn_out);
+  costs.attn_out_wgrad = wgrad(costs.attn_out);
 
   const uint64_t up_outputs = model.mlp_matrices() - 1ULL;
   const bool swiglu = model.mlp == MlpKind::kSwiGlu;
@@ -486,16 +514,18 @@ LayerCosts layer_costs(const TransformerModel& model, uint32_t layer, const Laye
   const uint64_t f_t = f / t;
   costs.mlp_up = {
       2 * mlp_tokens * h * f_t * up_outputs,
-      (mlp_tokens * h + weight_copies * h * f_t * up_outputs + mlp_tokens * f_t * up_outputs) * b};
+      (mlp_tokens * h + weight_copies * h * f_t * up_outputs + mlp_tokens * f_t * up_outputs) * b,
+      GemmShape{mlp_tokens, f_t * up_outputs, h, 1}};
   costs.mlp_act = {(swiglu ? kSwiGluFlops : kGeluFlops) * mlp_tokens * f_t,
                    (swiglu ? 3 : 2) * mlp_tokens * f_t * b};
   costs.mlp_act_bwd = {2 * costs.mlp_act.flops, (swiglu ? 5 : 3) * mlp_tokens * f_t * b};
   costs.mlp_down = {2 * mlp_tokens * f_t * h,
-                    (mlp_tokens * f_t + weight_copies * f_t * h + mlp_tokens * h) * b};
-  costs.mlp_up_dgrad = costs.mlp_up;
-  costs.mlp_up_wgrad = costs.mlp_up;
-  costs.mlp_down_dgrad = costs.mlp_down;
-  costs.mlp_down_wgrad = costs.mlp_down;
+                    (mlp_tokens * f_t + weight_copies * f_t * h + mlp_tokens * h) * b,
+                    GemmShape{mlp_tokens, h, f_t, 1}};
+  costs.mlp_up_dgrad = dgrad(costs.mlp_up);
+  costs.mlp_up_wgrad = wgrad(costs.mlp_up);
+  costs.mlp_down_dgrad = dgrad(costs.mlp_down);
+  costs.mlp_down_wgrad = wgrad(costs.mlp_down);
   return costs;
 }
 
@@ -515,8 +545,8 @@ EdgeCosts edge_costs(const TransformerModel& model, const LayerShard& shard) {
   costs.final_norm = norm_cost(model, norm_tokens);
   costs.final_norm_bwd = norm_bwd_cost(model, norm_tokens);
   costs.logits = matmul_cost(tokens, h, v_t, b);
-  costs.logits_dgrad = costs.logits;
-  costs.logits_wgrad = costs.logits;
+  costs.logits_dgrad = dgrad(costs.logits);
+  costs.logits_wgrad = wgrad(costs.logits);
   costs.loss = {kLossFlops * tokens * v_t, tokens * v_t * b + 3 * tokens * 4};
   costs.loss_bwd = {2 * tokens * v_t, 2 * tokens * v_t * b};
   return costs;

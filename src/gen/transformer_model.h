@@ -56,6 +56,14 @@ struct TransformerModel {
   bool tied_embeddings = false;    // the output layer shares the input embedding's weights
   bool learned_positions = false;  // a learned position embedding of seq x h (GPT)
   bool dropout = false;            // dropout after attention and MLP (masks kept for backward)
+  // Attention as Megatron-LM ran it before FlashAttention (2021): the scores are written to memory
+  // by one batched GEMM, softmaxed (and dropped out) by memory-bound kernels, read by the next
+  // GEMM. false: FlashAttention-style, the scores stay on chip.
+  bool unfused_attention = false;
+  // Bytes per parameter that a separate kernel moves to accumulate each micro-batch's weight
+  // gradients into the gradient buffer (Megatron-LM 2021: main_grad.add_(grad), fp16: read 2,
+  // read 2, write 2 = 6). 0: accumulated inside the weight-gradient GEMMs.
+  uint32_t grad_accumulation_bytes = 0;
   DType dtype = DType::kBf16;
   // Mixture of Experts: 0 experts is a dense model.
   uint32_t experts = 0;
@@ -109,10 +117,25 @@ uint64_t embedding_params(const TransformerModel& model, uint32_t tp);
 // Final norm plus the output layer (V/t x h) when it is not tied to an embedding on the same rank.
 uint64_t head_params(const TransformerModel& model, uint32_t tp, bool holds_embedding);
 
-// Floating-point operations and bytes of one compute node.
+// A matrix product's shape: `batch` products of (m x k) by (k x n); m = 0 when the operation is
+// not one. Written as the gemm_m, gemm_n, gemm_k, gemm_batch attributes of its compute node, which
+// a hardware preset's compute model reads (docs/models/compute.md).
+struct GemmShape {
+  uint64_t m = 0, n = 0, k = 0, batch = 1;
+  bool valid() const { return m > 0 && n > 0 && k > 0 && batch > 0; }
+  // The backward products of a forward (m x k) by (k x n): the data gradient (m x n) by (n x k),
+  // the weight gradient (k x m) by (m x n).
+  GemmShape dgrad() const { return {m, k, n, batch}; }
+  GemmShape wgrad() const { return {k, n, m, batch}; }
+};
+
+// Floating-point operations and bytes of one compute node, and its shape when it is a GEMM.
 struct OpCost {
+  OpCost(uint64_t flops_ = 0, uint64_t bytes_ = 0, GemmShape gemm_ = {})
+      : flops(flops_), bytes(bytes_), gemm(gemm_) {}
   uint64_t flops = 0;
   uint64_t bytes = 0;
+  GemmShape gemm;
 };
 
 // One layer and one micro-batch as one rank sees them.
@@ -132,6 +155,9 @@ struct LayerCosts {
   OpCost attn_norm_bwd, qkv_dgrad, qkv_wgrad, attention_bwd, attn_out_dgrad, attn_out_wgrad;
   OpCost mlp_norm_bwd, router_bwd, mlp_up_dgrad, mlp_up_wgrad, mlp_act_bwd, mlp_down_dgrad,
       mlp_down_wgrad;
+  // Unfused attention only (zero otherwise): the softmax (and dropout) of the scores, forward and
+  // backward, memory-bound kernels of their own.
+  OpCost attn_softmax, attn_softmax_bwd;
   uint64_t tokens = 0;         // b x q_tokens
   uint64_t norm_tokens = 0;    // tokens / tp with sequence parallelism
   uint64_t expert_tokens = 0;  // MoE: ceil(top_k x tokens x capacity_factor), token copies routed

@@ -182,6 +182,31 @@ Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) 
   return Status::ok();
 }
 
+Status read_compute(const Reader& in, const YAML::Node& map, sys::ComputeModel& out) {
+  constexpr std::string_view w = "compute";
+  if (Status s = in.keys(map, w,
+                         {"gemm_efficiency", "gemm_k_half", "sms", "tile_m", "tile_n",
+                          "memory_efficiency", "launch_us"});
+      !s) {
+    return s;
+  }
+  // Every key is optional: what a file leaves out keeps sys::ComputeModel's default.
+  ORRERY_TRY(out.gemm_efficiency,
+             in.number(map, w, "gemm_efficiency", 0.01, 1, false, out.gemm_efficiency));
+  ORRERY_TRY(out.gemm_k_half, in.number(map, w, "gemm_k_half", 0, 1e6, false, out.gemm_k_half));
+  ORRERY_TRY(out.sms, in.whole(map, w, "sms", 1, 100000, false, out.sms));
+  ORRERY_TRY(out.tile_m, in.whole(map, w, "tile_m", 0, 4096, false, out.tile_m));
+  ORRERY_TRY(out.tile_n, in.whole(map, w, "tile_n", 0, 4096, false, out.tile_n));
+  if ((out.tile_m == 0) != (out.tile_n == 0)) {
+    return in.fail(map, "compute.tile_m",
+                   "tile_m and tile_n are both 0 (no tile model) or neither");
+  }
+  ORRERY_TRY(out.memory_efficiency,
+             in.number(map, w, "memory_efficiency", 0.01, 1, false, out.memory_efficiency));
+  ORRERY_TRY(out.launch_us, in.number(map, w, "launch_us", 0, 1e6, false, out.launch_us));
+  return Status::ok();
+}
+
 Expected<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
@@ -270,9 +295,9 @@ Expected<HardwarePreset> parse_preset(std::string_view text, std::string_view fi
   if (!parsed) return parsed.error();
   const YAML::Node root = *parsed;
   Reader in(file_name);
-  if (Status s =
-          in.keys(root, "",
-                  {"name", "description", "gpu", "node", "fabric", "collective_algorithm", "nccl"});
+  if (Status s = in.keys(root, "",
+                         {"name", "description", "gpu", "node", "fabric", "collective_algorithm",
+                          "nccl", "compute"});
       !s) {
     return s.error();
   }
@@ -333,6 +358,11 @@ Expected<HardwarePreset> parse_preset(std::string_view text, std::string_view fi
     if (Status s = read_nccl(in, nccl, p.nccl); !s) return s.error();
   }
   p.nccl.nvls = p.nvls;
+  if (const YAML::Node compute = root["compute"]; compute) {
+    if (Status s = read_compute(in, compute, p.compute); !s) return s.error();
+  }
+  p.compute.peak_tflops = p.peak_tflops;
+  p.compute.hbm_gbps = p.hbm_gbps;
   return p;
 }
 
@@ -416,6 +446,7 @@ Expected<Hardware> build_hardware(const HardwarePreset& preset, uint32_t nodes,
   system.roofline_enabled = true;
   system.peak_perf_tflops = preset.peak_tflops;
   system.nccl = preset.nccl;
+  system.compute = preset.compute;
   system.nccl.net_efficiency = hw.nic.efficiency;
   for (double& hop : system.nccl.net_hop_us) hop += hw.nic.latency_us;
   // With one GPU per node NCCL's ranks meet only through the NICs: no NVLink to use.

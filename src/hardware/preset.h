@@ -4,7 +4,8 @@
 // A preset is a documented YAML file of public specifications: the GPU (peak dense BF16 FLOP/s,
 // HBM bandwidth, memory), the node (GPUs, NVLink generation, links and bandwidth, NVSwitch and
 // whether it reduces in-switch (NVLS), the default NIC kind), the fabric, the collective algorithm
-// (`nccl` by default) and the `nccl` block of what NCCL's kernels achieve (sys::NcclTuning). NIC
+// (`nccl` by default), the `nccl` block of what NCCL's kernels achieve (sys::NcclTuning) and the
+// `compute` block of what its kernels achieve (sys::ComputeModel, docs/models/compute.md). NIC
 // kinds (presets/hardware/nics.yaml: hdr200x8, ndr400x8, roce400x8, efa100x32, tcpxo200x8) give a
 // node's scale-out network. The presets ship inside the binary; a name that is not one of them is
 // read as a file. Every key is checked: an unknown key, a missing one or a value out of range is
@@ -18,7 +19,8 @@
 //     the nccl model's (which has the NIC's); point-to-point messages see bandwidth only.
 //   system: the collective algorithm for every dimension and collective, one chunk per collective,
 //     local-mem-bw = HBM bandwidth, the roofline at the GPU's peak, the nccl tuning (with the NIC's
-//     efficiency and latency).
+//     efficiency and latency), and the compute model, which times GPU compute in the roofline's
+//     place.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +66,8 @@ struct HardwarePreset {
   std::string fabric;
   std::string collective_algorithm = "nccl";
   sys::NcclTuning nccl;  // `nvls` follows the NVSwitch's
+  // The per-operation compute model (`compute:` block; peak and HBM bandwidth are the gpu's).
+  sys::ComputeModel compute;
 };
 
 // The shipped presets' names, sorted, and the NIC kinds' names in file order.

@@ -206,6 +206,7 @@ Expected<RunResult> Simulation::run() {
   options.peak_perf_tflops = system.peak_perf_tflops.value_or(0);
   options.local_mem_bw = system.local_mem_bw_gbps.value_or(0);
   options.replay_only = system.replay_only;
+  options.compute_model = system.compute;
   options.compute_scale = settings.compute_scale;
   options.comm_scale = settings.comm_scale;
   options.memory = remote;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "system/compute_model.h"
 
 namespace orrery::sys {
 
@@ -101,6 +102,8 @@ struct SystemConfig {
 
   bool roofline_enabled = false;
   std::optional<double> peak_perf_tflops;
+  // Per-operation compute (hardware presets only; system files keep ASTRA-sim's roofline).
+  std::optional<ComputeModel> compute;
   bool replay_only = false;
   bool track_local_mem = false;
   bool trace_enabled = false;

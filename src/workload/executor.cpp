@@ -76,7 +76,11 @@ WorkloadExecutor::Keys::Keys(const TraceGraph& graph)
       comm_priority(graph.key("comm_priority")),
       comm_dst(graph.key("comm_dst")),
       comm_src(graph.key("comm_src")),
-      comm_tag(graph.key("comm_tag")) {}
+      comm_tag(graph.key("comm_tag")),
+      gemm_m(graph.key("gemm_m")),
+      gemm_n(graph.key("gemm_n")),
+      gemm_k(graph.key("gemm_k")),
+      gemm_batch(graph.key("gemm_batch")) {}
 
 WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceGraph*> graphs,
                                    std::map<std::string, uint32_t> groups, ExecutorOptions options)
@@ -223,6 +227,21 @@ Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state
   Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, state.keys->tensor_size);
   if (!bytes) return bytes.error();
   if (!flops->has_value() || **flops == 0) return replay_time(graph, node);
+  if (options_.compute_model) {
+    // A GEMM when the node carries its shape (gen llm, replay --emit-chakra); else a kernel
+    // timed by its bytes and FLOPs.
+    sys::GemmShape shape;
+    const chakra::AttributeKey* dims[4] = {&state.keys->gemm_m, &state.keys->gemm_n,
+                                           &state.keys->gemm_k, &state.keys->gemm_batch};
+    uint64_t* out[4] = {&shape.m, &shape.n, &shape.k, &shape.batch};
+    for (size_t idx = 0; idx < 4; ++idx) {
+      Expected<std::optional<uint64_t>> value = graph.get_uint(node, *dims[idx]);
+      if (!value) return value.error();
+      if (value->has_value()) *out[idx] = **value;
+    }
+    return sys::compute_model_time(*options_.compute_model, **flops, bytes->value_or(0),
+                                   shape.valid() ? &shape : nullptr);
+  }
   return roofline_time(**flops, bytes->value_or(0), options_.peak_perf_tflops,
                        options_.local_mem_bw);
 }

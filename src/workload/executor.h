@@ -25,6 +25,7 @@
 #include "core/event_engine.h"
 #include "memory/remote_memory.h"
 #include "memory/remote_memory_config.h"
+#include "system/compute_model.h"
 #include "system/system_layer.h"
 
 namespace orrery::workload {
@@ -39,6 +40,10 @@ struct ExecutorOptions {
   bool replay_only = false;     // every node takes its recorded duration, nothing is simulated
   double compute_scale = 1.0;   // multiplies compute times (--compute-scale)
   double comm_scale = 1.0;      // multiplies communication sizes (--comm-scale)
+  // A hardware preset's per-operation compute model (system/compute_model.h). When set it times
+  // GPU compute that has num_ops in place of the roofline; unset (ASTRA-sim system files), the
+  // roofline above is exactly ASTRA-sim's.
+  std::optional<sys::ComputeModel> compute_model;
   memory::RemoteMemoryConfig memory;
 };
 
@@ -152,7 +157,8 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   struct Keys {
     explicit Keys(const chakra::TraceGraph& graph);
     chakra::AttributeKey is_cpu_op, num_ops, tensor_size, comm_type, comm_size, pg_name,
-        involved_dim, comm_priority, comm_dst, comm_src, comm_tag;
+        involved_dim, comm_priority, comm_dst, comm_src, comm_tag, gemm_m, gemm_n, gemm_k,
+        gemm_batch;
   };
   // Per node, one byte: issue state (2 bits), slot (3 bits, kSlotUnknown until first asked),
   // activity while in flight (3 bits, kNoActivity otherwise).

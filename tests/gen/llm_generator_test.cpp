@@ -469,5 +469,24 @@ TEST(LlmMemory, zero_stages_divide_states_and_1f1b_holds_p_minus_stage_micro_bat
   EXPECT_EQ(full - recomputed, 4 * (layer - input) - layer);
 }
 
+TEST(LlmGenerator, gradient_accumulation_kernels_feed_the_data_parallel_reduce) {
+  TransformerModel model = tiny_gpt();
+  model.grad_accumulation_bytes = 6;
+  const uint64_t m = 3;
+  ParallelPlan plan = plan_of(2, 1, 1, 2 * m);
+  const LlmGenerator gen = generator(model, plan);
+  const RankProgram program = gen.build(0);
+  uint64_t accumulations = 0;
+  for (ProgRef ref = 0; ref < program.size(); ++ref) {
+    const RankProgram::Node& node = program.node(ref);
+    if (node.name.find("grad_accumulate") == std::string::npos) continue;
+    ++accumulations;
+    // One per layer and micro-batch, over that layer's parameters: 6 bytes each.
+    EXPECT_EQ(node.bytes, 6 * node.flops) << node.name;
+    EXPECT_EQ(node.flops, layer_params(model, 0, 1, 1).total()) << node.name;
+  }
+  EXPECT_EQ(accumulations, m * model.layers);
+}
+
 }  // namespace llm_generator_test
 }  // namespace orrery::gen

@@ -155,5 +155,77 @@ TEST(TransformerModel, bad_model_files_name_the_line_and_key) {
   EXPECT_CONTAINS(missing.error().message(), "nope.json: cannot open");
 }
 
+TEST(TransformerModel, matrix_products_carry_their_gemm_shapes_forward_and_backward) {
+  const TransformerModel model = preset("gpt3-175b");
+  LayerShard shard;
+  shard.batch = 2;
+  shard.q_tokens = 2048;
+  shard.kv_tokens = 2048;
+  shard.tp = 8;
+  const LayerCosts c = layer_costs(model, 0, shard);
+  const uint64_t tokens = 4096;
+  const uint64_t h = 12288;
+  // qkv: (tokens x h) by (h x 3h/t); its data gradient (tokens x 3h/t) by (3h/t x h); its weight
+  // gradient (h x tokens) by (tokens x 3h/t).
+  EXPECT_EQ(c.qkv.gemm.m, tokens);
+  EXPECT_EQ(c.qkv.gemm.n, 3 * h / 8);
+  EXPECT_EQ(c.qkv.gemm.k, h);
+  EXPECT_EQ(c.qkv_dgrad.gemm.n, h);
+  EXPECT_EQ(c.qkv_dgrad.gemm.k, 3 * h / 8);
+  EXPECT_EQ(c.qkv_wgrad.gemm.m, h);
+  EXPECT_EQ(c.qkv_wgrad.gemm.k, tokens);
+  // Each product's FLOPs are its shape's 2 m n k batch.
+  for (const OpCost* op : {&c.qkv, &c.qkv_dgrad, &c.qkv_wgrad, &c.attn_out, &c.attn_out_dgrad,
+                           &c.attn_out_wgrad, &c.mlp_up, &c.mlp_up_dgrad, &c.mlp_up_wgrad,
+                           &c.mlp_down, &c.mlp_down_dgrad, &c.mlp_down_wgrad}) {
+    ASSERT_TRUE(op->gemm.valid());
+    EXPECT_EQ(op->flops, 2 * op->gemm.m * op->gemm.n * op->gemm.k * op->gemm.batch);
+  }
+  // Attention: the scores product (s x d) by (d x s) per sequence and local head; the two
+  // products of attention are twice its FLOPs (plus the softmax).
+  EXPECT_EQ(c.attention.gemm.m, 2048u);
+  EXPECT_EQ(c.attention.gemm.n, 2048u);
+  EXPECT_EQ(c.attention.gemm.k, 128u);
+  EXPECT_EQ(c.attention.gemm.batch, 2u * 96 / 8);
+  EXPECT_GE(c.attention.flops, 2 * 2 * c.attention.gemm.m * c.attention.gemm.n *
+                                   c.attention.gemm.k * c.attention.gemm.batch);
+  // Element-wise work has no shape.
+  EXPECT_FALSE(c.attn_norm.gemm.valid());
+  EXPECT_FALSE(c.mlp_act.gemm.valid());
+  EXPECT_EQ(c.attn_softmax.bytes, 0u);  // FlashAttention-style by default
+}
+
+TEST(TransformerModel, unfused_attention_moves_the_scores_through_memory) {
+  TransformerModel model = preset("gpt3-175b");
+  LayerShard shard;
+  shard.q_tokens = 2048;
+  shard.kv_tokens = 2048;
+  shard.tp = 8;
+  const LayerCosts flash = layer_costs(model, 0, shard);
+  model.unfused_attention = true;
+  const LayerCosts unfused = layer_costs(model, 0, shard);
+  const uint64_t scores = 12ull * 2048 * 2048;  // 96 heads / 8 per rank, one sequence
+  ASSERT_TRUE(model.dropout);
+  EXPECT_EQ(unfused.attention.bytes, flash.attention.bytes + 2 * scores * 2);
+  EXPECT_EQ(unfused.attention_bwd.bytes, flash.attention_bwd.bytes + 4 * scores * 2);
+  // Softmax and dropout: 4 passes of 2 bytes and a 1-byte mask; backward 5 passes and the mask.
+  EXPECT_EQ(unfused.attn_softmax.bytes, 4 * scores * 2 + scores);
+  EXPECT_EQ(unfused.attn_softmax_bwd.bytes, 5 * scores * 2 + scores);
+  EXPECT_EQ(unfused.forward_flops(), flash.forward_flops() + unfused.attn_softmax.flops);
+}
+
+TEST(TransformerModel, model_files_set_the_megatron_2021_kernels) {
+  TempDir dir;
+  test::write_text(dir.file("m.json"),
+                   R"({"base": "gpt3-6.7b", "unfused_attention": true,
+                       "grad_accumulation_bytes": 6})");
+  Expected<TransformerModel> model = resolve_model(dir.file("m.json"));
+  ASSERT_TRUE(model) << model.error().message();
+  EXPECT_TRUE(model->unfused_attention);
+  EXPECT_EQ(model->grad_accumulation_bytes, 6u);
+  test::write_text(dir.file("bad.json"), R"({"base": "gpt3-6.7b", "unfused_attention": 3})");
+  EXPECT_FALSE(resolve_model(dir.file("bad.json")));
+}
+
 }  // namespace transformer_model_test
 }  // namespace orrery::gen
