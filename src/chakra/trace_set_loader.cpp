@@ -82,14 +82,16 @@ Expected<TraceGraph> TraceSetLoader::load(const std::string& path) {
 
   std::optional<TraceGraph> graph = parse(path, *raw);
   if (!graph) return load_trace(path);
+  if (keep_template(*graph, *scratch)) scratch.reset();
+  return std::move(*graph);
+}
+
+bool TraceSetLoader::keep_template(const TraceGraph& graph, RawTrace& raw) {
   parsed_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (templates_.size() < max_templates_) {
-    auto tmpl = std::make_shared<Template>(Template{*graph, std::move(*scratch)});
-    scratch.reset();
-    templates_.push_back(std::move(tmpl));
-  }
-  return std::move(*graph);
+  if (templates_.size() >= max_templates_) return false;
+  templates_.push_back(std::make_shared<Template>(Template{graph, std::move(raw)}));
+  return true;
 }
 
 std::optional<TraceGraph> TraceSetLoader::try_templates(const std::string& path,
@@ -128,11 +130,7 @@ Expected<TraceGraph> TraceSetLoader::add_template(const std::string& source, Raw
   if (!graph) {
     return Error::make(ErrorKind::kParse, "{}: a record does not decode as a Chakra Node", source);
   }
-  parsed_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (templates_.size() < max_templates_) {
-    templates_.push_back(std::make_shared<Template>(Template{*graph, std::move(raw)}));
-  }
+  keep_template(*graph, raw);
   return std::move(*graph);
 }
 

@@ -80,6 +80,9 @@ class TraceSetLoader {
                                           uint64_t& patched);
   // The graph of `raw` parsed whole; nullopt when a record does not decode.
   static std::optional<TraceGraph> parse(const std::string& path, const RawTrace& raw);
+  // Counts a trace parsed whole and keeps it as a template (taking `raw`) unless there are
+  // max_templates already; true when kept.
+  bool keep_template(const TraceGraph& graph, RawTrace& raw);
   // Tries every template, the one that matched last first. `undecodable` as for derive.
   std::optional<TraceGraph> try_templates(const std::string& path, const RawTrace& raw,
                                           bool& undecodable);

@@ -69,6 +69,14 @@ constexpr std::array<AttributeLimit, 3> kAttributeLimits = {{
     {"num_ops", kMaxFlops, "2^62 FLOPs"},
 }};
 
+// Index of `name` in kIntegerAttributes, for the names `require` asks for (at compile time).
+constexpr size_t integer_index(std::string_view name) {
+  for (size_t idx = 0; idx < kIntegerAttributes.size(); ++idx) {
+    if (kIntegerAttributes[idx].name == name) return idx;
+  }
+  return kIntegerAttributes.size();
+}
+
 // The attribute names the checks read, resolved once per graph: a lookup by name hashes the
 // name, and every node is asked for a dozen of them.
 struct Keys {
@@ -80,14 +88,15 @@ struct Keys {
       limit[idx] = graph.key(kAttributeLimits[idx].name);
     }
   }
-  // Index of `name` in kIntegerAttributes (every name `require` asks for is there, or pg_name).
-  static constexpr size_t integer_index(std::string_view name) {
-    for (size_t idx = 0; idx < kIntegerAttributes.size(); ++idx) {
-      if (kIntegerAttributes[idx].name == name) return idx;
-    }
-    return kIntegerAttributes.size();
-  }
-  const AttributeKey& of(std::string_view name) const { return integer[integer_index(name)]; }
+  static constexpr size_t kIsCpuOp = integer_index("is_cpu_op");
+  static constexpr size_t kTensorSize = integer_index("tensor_size");
+  static constexpr size_t kCommType = integer_index("comm_type");
+  static constexpr size_t kCommSize = integer_index("comm_size");
+  static constexpr size_t kCommSrc = integer_index("comm_src");
+  static constexpr size_t kCommDst = integer_index("comm_dst");
+  static constexpr size_t kCommTag = integer_index("comm_tag");
+  static_assert(std::max({kIsCpuOp, kTensorSize, kCommType, kCommSize, kCommSrc, kCommDst,
+                          kCommTag}) < kIntegerAttributes.size());
 
   std::array<AttributeKey, kIntegerAttributes.size()> integer;
   std::array<AttributeKey, kAttributeLimits.size()> limit;
@@ -152,12 +161,13 @@ void check_attributes(const TraceGraph& graph, const Keys& keys, const Attribute
   }
 }
 
-void require(const TraceGraph& graph, const Keys& keys, NodeIndex node, std::string_view attribute,
+// The attribute kIntegerAttributes[index] must be present.
+void require(const TraceGraph& graph, const Keys& keys, NodeIndex node, size_t index,
              ValidationReport& report) {
-  if (graph.find_attribute(node, keys.of(attribute).id) != nullptr) return;
+  if (graph.find_attribute(node, keys.integer[index].id) != nullptr) return;
   report.add(Check::kMissingAttribute, graph.id(node),
              fmt::format("node {}: {} has no '{}' attribute", graph.id(node),
-                         node_type_name(graph.type(node)), attribute));
+                         node_type_name(graph.type(node)), kIntegerAttributes[index].name));
 }
 
 void check_node_type(const TraceGraph& graph, const Keys& keys, NodeIndex node,
@@ -174,29 +184,29 @@ void check_node_type(const TraceGraph& graph, const Keys& keys, NodeIndex node,
       return;
     case ChakraProtoMsg::MEM_LOAD_NODE:
     case ChakraProtoMsg::MEM_STORE_NODE:
-      require(graph, keys, node, "tensor_size", report);
+      require(graph, keys, node, Keys::kTensorSize, report);
       return;
     case ChakraProtoMsg::COMM_SEND_NODE:
-      require(graph, keys, node, "comm_dst", report);
-      require(graph, keys, node, "comm_size", report);
-      require(graph, keys, node, "comm_tag", report);
+      require(graph, keys, node, Keys::kCommDst, report);
+      require(graph, keys, node, Keys::kCommSize, report);
+      require(graph, keys, node, Keys::kCommTag, report);
       return;
     case ChakraProtoMsg::COMM_RECV_NODE:
-      require(graph, keys, node, "comm_src", report);
-      require(graph, keys, node, "comm_size", report);
-      require(graph, keys, node, "comm_tag", report);
+      require(graph, keys, node, Keys::kCommSrc, report);
+      require(graph, keys, node, Keys::kCommSize, report);
+      require(graph, keys, node, Keys::kCommTag, report);
       return;
     case ChakraProtoMsg::COMM_COLL_NODE: {
-      const Attribute* comm_type = graph.find_attribute(node, keys.of("comm_type").id);
+      const Attribute* comm_type = graph.find_attribute(node, keys.integer[Keys::kCommType].id);
       if (comm_type == nullptr) {
-        Expected<bool> cpu = graph.get_bool_or(node, keys.of("is_cpu_op"), false);
+        Expected<bool> cpu = graph.get_bool_or(node, keys.integer[Keys::kIsCpuOp], false);
         if (cpu && *cpu) {
           report.add(Check::kCpuCollectiveWithoutType, id,
                      fmt::format("node {}: COMM_COLL_NODE '{}' has is_cpu_op set and no "
                                  "'comm_type'",
                                  id, graph.name(node)));
         } else {
-          require(graph, keys, node, "comm_type", report);
+          require(graph, keys, node, Keys::kCommType, report);
         }
         return;
       }
@@ -209,7 +219,7 @@ void check_node_type(const TraceGraph& graph, const Keys& keys, NodeIndex node,
             fmt::format("node {}: comm_type {} is not a CollectiveCommType (0 to 9)", id, *value));
         return;
       }
-      if (*value != ChakraProtoMsg::BARRIER) require(graph, keys, node, "comm_size", report);
+      if (*value != ChakraProtoMsg::BARRIER) require(graph, keys, node, Keys::kCommSize, report);
       return;
     }
     default:

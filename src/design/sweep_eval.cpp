@@ -178,10 +178,10 @@ class BreakdownObserver final : public workload::RunObserver {
  public:
   BreakdownObserver(uint32_t ranks, const std::vector<uint32_t>& watched,
                     std::vector<CommKind> group_kinds, bool dlrm)
-      : slot_(ranks, -1), group_kinds_(std::move(group_kinds)), dlrm_(dlrm) {
+      : slots_(ranks), group_kinds_(std::move(group_kinds)), dlrm_(dlrm) {
     for (uint32_t rank : watched) {
-      if (slot_[rank] < 0) {
-        slot_[rank] = static_cast<int32_t>(records_.size());
+      if (slots_[rank].empty()) {
+        slots_[rank].push_back(static_cast<int32_t>(records_.size()));
         records_.emplace_back();
         ranks_.push_back(rank);
       }
@@ -191,24 +191,18 @@ class BreakdownObserver final : public workload::RunObserver {
   // Watching a few ranks lets a point run in class mode (one rank per class of alike ranks).
   std::span<const workload::Rank> watched_ranks() const override { return ranks_; }
   void on_representatives(const std::vector<workload::Rank>& representative_of) override {
-    // A watched rank's activities are those of its class's representative: record those (for
+    // A watched rank's activities are those of its class's representative: recorded from it (for
     // every watched rank it stands for) instead.
-    std::vector<std::vector<int32_t>> slots(slot_.size());
+    for (std::vector<int32_t>& slots : slots_) slots.clear();
     for (size_t k = 0; k < ranks_.size(); ++k) {
-      slots[representative_of[ranks_[k]]].push_back(static_cast<int32_t>(k));
+      slots_[representative_of[ranks_[k]]].push_back(static_cast<int32_t>(k));
     }
-    stands_for_ = std::move(slots);
   }
 
   void on_activity(const workload::ActivityRecord& record,
                    const chakra::TraceGraph& graph) override {
-    if (!stands_for_.empty()) {
-      if (record.rank >= stands_for_.size()) return;
-      for (const int32_t slot : stands_for_[record.rank]) record_into(slot, record, graph);
-      return;
-    }
-    if (record.rank >= slot_.size() || slot_[record.rank] < 0) return;
-    record_into(slot_[record.rank], record, graph);
+    if (record.rank >= slots_.size()) return;
+    for (const int32_t slot : slots_[record.rank]) record_into(slot, record, graph);
   }
 
   void record_into(int32_t slot, const workload::ActivityRecord& record,
@@ -283,9 +277,9 @@ class BreakdownObserver final : public workload::RunObserver {
     return group_kinds_[id - 1];
   }
 
-  std::vector<int32_t> slot_;
-  // In class mode: per simulated rank, the slots of the watched ranks it stands for.
-  std::vector<std::vector<int32_t>> stands_for_;
+  // Per rank, the watched ranks (their index in records_) whose activities it plays: itself, or
+  // in class mode every watched rank of the class it represents.
+  std::vector<std::vector<int32_t>> slots_;
   std::vector<std::vector<Interval>> records_;
   std::vector<uint32_t> ranks_;
   std::vector<CommKind> group_kinds_;

@@ -11,6 +11,7 @@
 #include "chakra/trace_builder.h"
 #include "chakra/trace_set.h"
 #include "chakra/validation.h"
+#include "core/checked.h"
 
 namespace orrery::chakra {
 namespace trace_set_loader_test {
@@ -251,9 +252,26 @@ TEST(TraceSetLoader, DerivedFilesAreValidatedByWhatTheyPatchedWithTheWholeReport
   EXPECT_EQ(quick.diagnostics()[1].node_id, 2u);
   EXPECT_EQ(quick.count(Check::kOutOfRange), 2u);
 
-  // A template with findings of its own: its derived files are validated whole.
-  const ValidationReport bad_report = validate_trace(*bad);
-  EXPECT_EQ(messages(validate_trace(*clean, *bad, bad_report)), messages(validate_trace(*clean)));
+  // A template with a finding of its own on a node its derived files share (an out-of-range
+  // duration on the compute node, which they do not patch): they are validated whole, so the
+  // shared node's finding is theirs too.
+  auto long_compute = [](uint64_t peer, const std::string& group) {
+    std::vector<ChakraProtoMsg::Node> nodes = rank_nodes(peer, group);
+    nodes[0].set_duration_micros(kMaxDurationMicros + 1);
+    return nodes;
+  };
+  test::write_trace(dir.file("v.0.et"), long_compute(4, "1"));
+  test::write_trace(dir.file("v.1.et"), long_compute(5, "2"));
+  TraceSetLoader second_loader;
+  Expected<TraceGraph> flawed = second_loader.load(dir.file("v.0.et"));
+  Expected<TraceGraph> heir = second_loader.load(dir.file("v.1.et"));
+  ASSERT_TRUE(flawed && heir);
+  ASSERT_TRUE(heir->shares_structure(*flawed));
+  const ValidationReport flawed_report = validate_trace(*flawed);
+  ASSERT_EQ(flawed_report.count(Check::kOutOfRange), 1u);
+  const ValidationReport heir_report = validate_trace(*heir, *flawed, flawed_report);
+  EXPECT_EQ(heir_report.count(Check::kOutOfRange), 1u);
+  EXPECT_EQ(messages(heir_report), messages(validate_trace(*heir)));
 
   // Through a trace set: every rank's report is its own file's.
   Expected<std::shared_ptr<const TraceSet>> set = TraceSet::load(dir.file("w"));
