@@ -9,7 +9,8 @@
 //     from a generator (clos2, fat-tree, torus, rail, dragonfly), small;
 //   - a backend: analytical, congestion-aware or flow, and roce on graphs (small messages);
 //   - a system file: scheduling policy, splits, active chunks, endpoint delay, one algorithm per
-//     dimension and collective among those valid for the dimension, optimization, roofline;
+//     dimension and collective among those valid for the dimension, optimization, roofline; and
+//     1, 2 or 4 queues per dimension (--num-queues-per-dim; 1 in half the runs, ASTRA-sim's);
 //   - a workload: an `orrery gen microbench` collective or send/receive ring; a random DAG per rank
 //     written here (compute nodes, collectives on the whole job or on one of two groups, pairwise
 //     sends and receives, extra backward dependencies; every rank takes the communication steps in
@@ -21,7 +22,12 @@
 // also compares --fast-path off with auto (identical but for the event count).
 //
 // --monotone checks instead, on random DAG workloads, that growing one compute duration or one
-// collective's size never makes the simulated time smaller.
+// collective's size never makes the simulated time smaller (one queue per dimension).
+//
+// A localBWAware all-reduce over 3+ dimensions in 2+ chunks can deadlock with one queue per
+// dimension when ranks reach it at different times (as in ASTRA-sim; tests/sim/
+// dimension_queues_test.cpp). Such a run must say so and name --num-queues-per-dim 2, and the
+// same run with two queues must then finish (or name its broken receive).
 //
 // Prints one line per failure and a summary: runs, workload and network kinds, outcomes, time.
 // Exit 0 when nothing failed.
@@ -543,11 +549,12 @@ nlohmann::json result_json(const fs::path& path, bool drop_events) {
 struct Stats {
   uint64_t runs = 0;
   uint64_t failures = 0;
-  uint64_t known_issue = 0;    // the hierarchical all-reduce deadlock below
+  uint64_t known_issue = 0;    // the one-queue race below, named, and finished with two queues
   uint64_t refused_draws = 0;  // a generator refused the random plan (not a failure)
   std::map<std::string, uint64_t> by_workload;
   std::map<std::string, uint64_t> by_network;
   std::map<std::string, uint64_t> by_backend;
+  std::map<uint32_t, uint64_t> by_queues;
   uint64_t broken_named = 0;
   uint64_t fast_path_checks = 0;
   uint64_t monotone_checks = 0;
@@ -560,22 +567,25 @@ void fail(Stats& stats, uint64_t index, const std::string& what, const Outcome& 
              kept.string(), outcome.err.substr(0, 600));
 }
 
-// A known engine bug this soak found (docs/fuzzing.md, the DISABLED_ test in
-// tests/sim/hierarchical_deadlock_test.cpp): a localBWAware all-reduce over 3 or more dimensions
-// cut into 2 or more chunks cannot finish when ranks issue it at different times. Counted apart,
-// and named, rather than hidden or failing every soak until it is fixed.
-bool known_deadlock(const Network& network, const fs::path& dir, const Outcome& outcome) {
+// The race of localBWAware's halves in one queue per dimension (tests/sim/
+// dimension_queues_test.cpp): a localBWAware all-reduce over 3 or more dimensions cut into 2 or
+// more chunks cannot finish when ranks issue it at different times. The run must name it and the
+// flag that avoids it; the caller then checks that two queues finish it.
+bool known_deadlock(const Network& network, const fs::path& dir, const Outcome& outcome,
+                    uint32_t queues) {
   const std::string system = read_file(dir / "sys.json");
-  return outcome.exit_code == 1 && network.sizes.size() >= 3 &&
+  return queues == 1 && outcome.exit_code == 1 && network.sizes.size() >= 3 &&
          system.find("localBWAware") != std::string::npos &&
          system.find("\"preferred-dataset-splits\": 1,") == std::string::npos &&
          outcome.err.find("cannot finish") != std::string::npos &&
-         outcome.err.find("(all-reduce)") != std::string::npos;
+         outcome.err.find("--num-queues-per-dim 2 gives each half its own queue") !=
+             std::string::npos;
 }
 
 bool node_missing_but_known(const Network& network, const fs::path& dir, const Outcome& outcome,
-                            const std::string& node) {
-  return outcome.err.find(node) == std::string::npos && known_deadlock(network, dir, outcome);
+                            const std::string& node, uint32_t queues) {
+  return outcome.err.find(node) == std::string::npos &&
+         known_deadlock(network, dir, outcome, queues);
 }
 
 std::optional<uint64_t> simulated_ns(const fs::path& json_path) {
@@ -650,11 +660,13 @@ int main(int argc, char** argv) {
     }
     const bool roofline = workload->kind == "llm" || workload->kind == "inference";
     write_file(dir / "sys.json", system_file(rng, network, roofline));
+    const uint32_t queues = options.monotone ? 1 : pick(rng, std::vector<uint32_t>{1, 1, 2, 4});
+    ++stats.by_queues[queues];
     ++stats.runs;
     ++stats.by_workload[workload->kind];
     ++stats.by_network[network.kind];
     ++stats.by_backend[backend];
-    auto args = [&](const std::string& output, const std::string& threads) {
+    auto args = [&](const std::string& output, const std::string& threads, uint32_t queue_count) {
       std::vector<std::string> out{options.orrery,
                                    "run",
                                    "-q",
@@ -671,9 +683,28 @@ int main(int argc, char** argv) {
                                    "-j",
                                    threads};
       if (!workload->groups.empty()) out.insert(out.end(), {"-g", workload->groups});
+      if (queue_count != 1) {
+        out.insert(out.end(), {"--num-queues-per-dim", std::to_string(queue_count)});
+      }
       return out;
     };
-    const Outcome first = run(args("r1.json", "1"), dir, options.timeout);
+    // The race named: the same run with two queues per dimension must finish, or name the broken
+    // receive. True when it did (and counts it); false after reporting the failure.
+    auto finishes_with_two_queues = [&](const std::string& broken_node) {
+      const Outcome again = run(args("r2q.json", "1", 2), dir, options.timeout);
+      const bool ok = broken_node.empty() ? again.exit_code == 0
+                                          : again.exit_code == 1 &&
+                                                again.err.find(broken_node) != std::string::npos;
+      if (!ok) {
+        fail(stats, index, "the localBWAware race did not finish with two queues per dimension",
+             again, dir);
+        return false;
+      }
+      ++stats.known_issue;
+      fs::remove_all(dir);
+      return true;
+    };
+    const Outcome first = run(args("r1.json", "1", queues), dir, options.timeout);
     if (first.exit_code == -2) {
       fail(stats, index, "hang (watchdog)", first, dir);
       continue;
@@ -686,9 +717,8 @@ int main(int argc, char** argv) {
       const std::string node = fmt::format("node {}", workload->broken_node);
       // The known deadlock can stop the run before it reaches the receive nobody sends; it then
       // names the all-reduce instead (seed 1, runs 1459 and 1640).
-      if (node_missing_but_known(network, dir, first, node)) {
-        ++stats.known_issue;
-        fs::remove_all(dir);
+      if (node_missing_but_known(network, dir, first, node, queues)) {
+        finishes_with_two_queues(node);
         continue;
       }
       if (first.exit_code != 1 || first.err.find("cannot finish") == std::string::npos ||
@@ -701,9 +731,8 @@ int main(int argc, char** argv) {
       continue;
     }
     if (first.exit_code != 0) {
-      if (known_deadlock(network, dir, first)) {
-        ++stats.known_issue;
-        fs::remove_all(dir);
+      if (known_deadlock(network, dir, first, queues)) {
+        finishes_with_two_queues("");
         continue;
       }
       fail(stats, index, fmt::format("a valid {} workload was refused", workload->kind), first,
@@ -724,10 +753,9 @@ int main(int argc, char** argv) {
       }
       uint64_t ignored = 0;
       write_dag(grown, network.ranks(), workload->prefix, false, &ignored);
-      const Outcome second = run(args("r2.json", "1"), dir, options.timeout);
-      if (known_deadlock(network, dir, second)) {
-        ++stats.known_issue;
-        fs::remove_all(dir);
+      const Outcome second = run(args("r2.json", "1", queues), dir, options.timeout);
+      if (known_deadlock(network, dir, second, queues)) {
+        finishes_with_two_queues("");
         continue;
       }
       const std::optional<uint64_t> after = simulated_ns(dir / "r2.json");
@@ -742,14 +770,14 @@ int main(int argc, char** argv) {
       fs::remove_all(dir);
       continue;
     }
-    const Outcome second = run(args("r2.json", "3"), dir, options.timeout);
+    const Outcome second = run(args("r2.json", "3", queues), dir, options.timeout);
     if (second.exit_code != 0 || masked_stdout(first.out) != masked_stdout(second.out) ||
         result_json(dir / "r1.json", false) != result_json(dir / "r2.json", false)) {
       fail(stats, index, "a second run with --threads 3 differs", second, dir);
       continue;
     }
     if (chance(rng, 0.2)) {
-      std::vector<std::string> slow = args("r3.json", "1");
+      std::vector<std::string> slow = args("r3.json", "1", queues);
       slow.insert(slow.end(), {"--fast-path", "off"});
       const Outcome third = run(slow, dir, options.timeout);
       ++stats.fast_path_checks;
@@ -770,15 +798,20 @@ int main(int argc, char** argv) {
   };
   fmt::print("soak: seed {}, {} runs ({} draws refused by a generator), {} failures, {:.0f} s\n",
              options.seed, stats.runs, stats.refused_draws, stats.failures, seconds);
-  fmt::print("  workloads: {}\n  networks: {}\n  backends: {}\n", counts(stats.by_workload),
-             counts(stats.by_network), counts(stats.by_backend));
+  std::vector<std::string> queue_counts;
+  for (const auto& [count, runs] : stats.by_queues) {
+    queue_counts.push_back(fmt::format("{} queue(s) {}", count, runs));
+  }
+  fmt::print("  workloads: {}\n  networks: {}\n  backends: {}\n  queues per dimension: {}\n",
+             counts(stats.by_workload), counts(stats.by_network), counts(stats.by_backend),
+             fmt::join(queue_counts, ", "));
   fmt::print(
       "  broken workloads named as stuck: {}; --fast-path off compared: {}; monotone "
       "checks: {}\n",
       stats.broken_named, stats.fast_path_checks, stats.monotone_checks);
   fmt::print(
-      "  known issue (localBWAware all-reduce over 3+ dimensions in 2+ chunks, ranks "
-      "arriving apart, cannot finish): {} runs\n",
+      "  one-queue race (localBWAware all-reduce over 3+ dimensions in 2+ chunks, ranks "
+      "arriving apart) named and finished with two queues: {} runs\n",
       stats.known_issue);
   return stats.failures == 0 ? 0 : 1;
 }

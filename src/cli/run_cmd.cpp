@@ -24,6 +24,7 @@
 #include "report/timeline.h"
 #include "sim/simulation.h"
 #include "system/collective.h"
+#include "system/collective_engine.h"
 
 namespace orrery::cli {
 
@@ -41,7 +42,6 @@ struct RunOptions {
   std::string dependencies = "both";
   std::string output;
   std::string logging_folder;
-  uint32_t queues_per_dim = 1;
   bool strict = false;
   bool quiet = false;
   std::string hardware;
@@ -83,11 +83,6 @@ Status resolve_machine(RunOptions& options) {
 
 int run(RunOptions& options) {
   if (Status status = resolve_machine(options); !status) return report_error(status.error());
-  if (options.queues_per_dim != 1) {
-    return report_error(Error::make(
-        ErrorKind::kInvalidArgument,
-        "--num-queues-per-dim {}: only 1 queue per dimension is modelled", options.queues_per_dim));
-  }
   options.config.mode =
       options.strict ? chakra::ValidationMode::kStrict : chakra::ValidationMode::kLenient;
   options.config.rounding =
@@ -277,8 +272,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "multiply the endpoint delay when the system file sets one (as ASTRA-sim), 1e-9 "
                   "to 1e9")
       ->check(scale_number());
-  cmd->add_option("--num-queues-per-dim", options->queues_per_dim,
-                  "ASTRA-sim's queues per dimension (1)");
+  cmd->add_option("--num-queues-per-dim", config.queues_per_dim,
+                  "queues per network dimension, 1 to 64 (as ASTRA-sim; default 1): chunk c of a "
+                  "collective waits in queue c mod n, each running ceil(active-chunks / n) "
+                  "chunks, the second half anticlockwise; localBWAware gives an all-reduce's "
+                  "all-gather half its own queues (2 avoids its race between chunks)")
+      ->check(CLI::Range(1u, sys::kMaxQueuesPerDim));
   cmd->add_option("--logging-folder", options->logging_folder,
                   "accepted for ASTRA-sim compatibility; unused");
   cmd->add_option(

@@ -317,6 +317,8 @@ sim::RunSettings settings_from(const py::kwargs& kwargs, sim::RunSettings settin
       settings.comm_scale = value.cast<double>();
     } else if (name == "injection_scale") {
       settings.injection_scale = value.cast<double>();
+    } else if (name == "queues_per_dim") {
+      settings.queues_per_dim = value.cast<uint32_t>();
     } else if (name == "memory_capacity") {
       settings.memory_capacity = py::isinstance<py::str>(value)
                                      ? unwrap(parse_bytes(value.cast<std::string>()))
@@ -332,7 +334,7 @@ sim::RunSettings settings_from(const py::kwargs& kwargs, sim::RunSettings settin
       raise(Error::make(ErrorKind::kInvalidArgument,
                         "unknown scenario option '{}' (expected backend, timing, strict, "
                         "fast_path, compute_scale, comm_scale, injection_scale, "
-                        "memory_capacity, threads, roce{})",
+                        "queues_per_dim, memory_capacity, threads, roce{})",
                         name, skip.empty() ? "" : ", " + fmt::format("{}", fmt::join(skip, ", "))));
     }
   }

@@ -39,6 +39,7 @@ struct RunSettings {
   double compute_scale = 1.0;    // multiplies compute times (--compute-scale)
   double comm_scale = 1.0;       // multiplies communication sizes (--comm-scale)
   double injection_scale = 1.0;  // multiplies the endpoint delay when the system sets one
+  uint32_t queues_per_dim = 1;   // ASTRA-sim's --num-queues-per-dim (system/collective_engine.h)
   // Simulate one rank when every rank provably behaves alike (sim/symmetry.h); false forces the
   // event-by-event simulation of every rank. Results are identical either way.
   bool fast_path = true;

@@ -213,6 +213,7 @@ Expected<RunResult> Simulation::run() {
 
   sys::EngineOptions engine_options;
   engine_options.injection_scale = settings.injection_scale;
+  engine_options.queues_per_dim = settings.queues_per_dim;
   engine_options.mirror = symmetric;
   engine_options.mirror_through_network = symmetric && through_network;
   engine_options.rounding = settings.backend_options.rounding;
@@ -430,6 +431,7 @@ RunSettings run_settings(const RunConfig& config) {
   settings.compute_scale = config.compute_scale;
   settings.comm_scale = config.comm_scale;
   settings.injection_scale = config.injection_scale;
+  settings.queues_per_dim = config.queues_per_dim;
   settings.fast_path = config.fast_path;
   settings.memory_capacity = config.memory_capacity;
   settings.threads = config.threads;

@@ -44,7 +44,8 @@ struct RunConfig {
   double compute_scale = 1.0;
   double comm_scale = 1.0;
   double injection_scale = 1.0;
-  size_t threads = 0;  // for loading traces; 0 = one per core
+  uint32_t queues_per_dim = 1;  // ASTRA-sim's --num-queues-per-dim (system/collective_engine.h)
+  size_t threads = 0;           // for loading traces; 0 = one per core
   // Simulate one rank when every rank provably behaves alike (sim/symmetry.h); off forces the
   // full event-by-event simulation of every rank. Results are identical either way.
   bool fast_path = true;

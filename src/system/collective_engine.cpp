@@ -42,6 +42,10 @@ Expected<std::unique_ptr<CollectiveEngine>> CollectiveEngine::create(EventEngine
                                                                      EngineOptions options,
                                                                      SystemListener& listener) {
   const uint32_t dims = network.topology().dimension_count();
+  if (options.queues_per_dim < 1 || options.queues_per_dim > kMaxQueuesPerDim) {
+    return Error::make(ErrorKind::kConfig, "queues per dimension must be 1 to {}, not {}",
+                       kMaxQueuesPerDim, options.queues_per_dim);
+  }
   auto check = [&](const std::vector<Algorithm>& list, const char* key) -> Status {
     // An absent key is an error only when a collective needs it (see issue_collective).
     // More than one per dimension is refused too, as ASTRA-sim refuses it (its assertion).
@@ -112,7 +116,7 @@ CollectiveEngine::CollectiveEngine(EventEngine& engine, net::NetworkBackend& net
   } else {
     peers_ = make_full_peer_model(topology_);
   }
-  queues_per_rank_ = topology_.dimension_count() + 1;
+  queues_per_rank_ = topology_.dimension_count() * options_.queues_per_dim + 1;
   // Only simulated ranks have queues.
   queues_.resize(size_t{peers_->simulated_count()} * queues_per_rank_);
   running_.assign(queues_.size(), 0);
@@ -269,12 +273,13 @@ void CollectiveEngine::plan_phases(Instance& instance, uint64_t chunk) {
   }
   if (dims.empty()) return;
   uint64_t size = chunk;
-  auto add = [&](PhaseOp phase_op, uint32_t dim, bool anticlockwise) {
+  auto add = [&](PhaseOp phase_op, uint32_t dim, QueueHalf half) {
     // Every phase of an all-reduce (its hierarchical reduce-scatter and all-gather halves too)
     // uses the all-reduce implementation of its dimension, as ASTRA-sim does; the other lists
     // may be absent from the system file then.
     push(phase_op, implementations(op == PhaseOp::kAllReduce ? op : phase_op)[dim], dim, size,
-         anticlockwise);
+         half == QueueHalf::kLast);
+    phases_.back().half = half;
     const uint64_t members = topology_.size(dim);
     switch (phase_op) {
       case PhaseOp::kReduceScatter:
@@ -290,14 +295,18 @@ void CollectiveEngine::plan_phases(Instance& instance, uint64_t chunk) {
   if (op == PhaseOp::kAllReduce &&
       config_.collective_optimization == CollectiveOptimization::kLocalBwAware) {
     for (size_t idx = 0; idx + 1 < dims.size(); ++idx) {
-      add(PhaseOp::kReduceScatter, dims[idx], false);
+      add(PhaseOp::kReduceScatter, dims[idx], QueueHalf::kFirst);
     }
-    add(PhaseOp::kAllReduce, dims.back(), false);
-    for (size_t idx = dims.size() - 1; idx-- > 0;) add(PhaseOp::kAllGather, dims[idx], true);
+    // The turning point takes the first half too (ASTRA-sim's PR #135: as many queues as the
+    // phases beside it).
+    add(PhaseOp::kAllReduce, dims.back(), QueueHalf::kFirst);
+    for (size_t idx = dims.size() - 1; idx-- > 0;) {
+      add(PhaseOp::kAllGather, dims[idx], QueueHalf::kLast);
+    }
   } else if (op == PhaseOp::kAllGather) {
-    for (size_t idx = dims.size(); idx-- > 0;) add(op, dims[idx], false);
+    for (size_t idx = dims.size(); idx-- > 0;) add(op, dims[idx], QueueHalf::kAll);
   } else {
-    for (uint32_t dim : dims) add(op, dim, false);
+    for (uint32_t dim : dims) add(op, dim, QueueHalf::kAll);
   }
 }
 
@@ -464,15 +473,28 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
 // ---- queues
 // --------------------------------------------------------------------------------------
 
-uint32_t CollectiveEngine::queue_of(Rank rank, uint32_t dim) const {
-  const uint32_t local = dim == kFlat ? queues_per_rank_ - 1 : dim;
-  return peers_->slot(rank) * queues_per_rank_ + local;
+std::pair<uint32_t, bool> CollectiveEngine::lane(const Stream& stream) const {
+  const Phase& phase = phase_of(stream);
+  const uint32_t base = peers_->slot(stream.rank) * queues_per_rank_;
+  if (phase.dim == kFlat) return {base + queues_per_rank_ - 1, phase.anticlockwise};
+  const uint32_t count = options_.queues_per_dim;
+  const uint32_t chunk = stream.run.chunk;
+  const uint32_t first = base + phase.dim * count;
+  switch (phase.half) {
+    case QueueHalf::kFirst:
+      return {first + chunk % std::max(1u, count / 2), false};
+    case QueueHalf::kLast:
+      return {first + count / 2 + chunk % (count - count / 2), true};
+    case QueueHalf::kAll:
+      break;
+  }
+  const uint32_t local = chunk % count;
+  return {first + local, phase.anticlockwise || (count > 1 && local >= count / 2)};
 }
 
 void CollectiveEngine::enqueue(uint32_t stream_id) {
   Stream& stream = streams_[stream_id];
-  const Phase& phase = phase_of(stream);
-  stream.queue = queue_of(stream.rank, phase.dim);
+  stream.queue = lane(stream).first;
   stream.running = false;
   std::vector<uint32_t>& list = queues_[stream.queue];
   // ASTRA-sim's insertion: behind every started stream and every stream of equal or higher
@@ -487,7 +509,10 @@ void CollectiveEngine::enqueue(uint32_t stream_id) {
 }
 
 void CollectiveEngine::fill(uint32_t queue) {
-  const uint32_t threshold = config_.active_chunks_per_dimension;
+  // ASTRA-sim's concurrent streams per queue: the dimension's active chunks over its queues.
+  const uint32_t count = options_.queues_per_dim;
+  const auto threshold =
+      static_cast<uint32_t>((uint64_t{config_.active_chunks_per_dimension} + count - 1) / count);
   std::vector<uint32_t>& list = queues_[queue];
   for (size_t pos = 0; pos < list.size() && running_[queue] < threshold; ++pos) {
     const uint32_t stream_id = list[pos];
@@ -538,7 +563,7 @@ void CollectiveEngine::start_phase(uint32_t stream_id) {
     run.index = topology_.coordinate(stream.rank, phase.dim);
   }
   run.op = phase.op;
-  run.anticlockwise = phase.anticlockwise;
+  run.anticlockwise = lane(stream).second;
   run.window = phase.window;
   run.size = phase.size;
   std::memset(run.state, 0, sizeof(run.state));
@@ -928,6 +953,29 @@ std::vector<std::string> CollectiveEngine::describe_pending(size_t limit) const 
       lines.push_back(fmt::format(
           "rank {} node {}: send of {} bytes to rank {} (tag {}) has no matching receive", src,
           arrived.node_id, arrived.bytes, dst, tag));
+    }
+  }
+  // A collective every member issued that cannot finish: with one queue per dimension, the race
+  // of localBWAware's halves (EngineOptions::queues_per_dim) is the likely cause.
+  if (config_.collective_optimization == CollectiveOptimization::kLocalBwAware &&
+      options_.queues_per_dim == 1 && lines.size() < limit) {
+    for (const auto& [key, instance_id] : open) {
+      const Instance& instance = instances_[instance_id];
+      const Group& group = groups_[instance.group];
+      if (instance.issued < group.ranks.size() || instance.chunks < 2 || instance.phase_count < 3 ||
+          phases_[instance.first_phase].dim == kFlat) {
+        continue;
+      }
+      lines.push_back(fmt::format(
+          "{} #{} of {} ({} bytes in {} chunks) was issued by every member but did not finish: "
+          "with localBWAware and one queue per dimension a chunk's all-gather half waits in the "
+          "queue of the next chunk's reduce-scatter, and ranks that reach it at different times "
+          "run them in different orders (ASTRA-sim's too); --num-queues-per-dim 2 gives each "
+          "half its own queue",
+          collective_name(instance.type), instance.sequence,
+          group.name.empty() ? "all ranks" : fmt::format("group '{}'", group.name), instance.bytes,
+          instance.chunks));
+      break;
     }
   }
   return lines;

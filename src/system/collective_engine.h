@@ -66,6 +66,10 @@ struct CollectiveRecord {
   uint64_t first_node = 0;
 };
 
+// Queues per dimension above this buy nothing (each runs at least one chunk, and a collective
+// has at most a few hundred) and cost a list per queue and rank.
+inline constexpr uint32_t kMaxQueuesPerDim = 64;
+
 struct EngineOptions {
   // Multiplies the endpoint delay when the configuration sets one (ASTRA-sim's --injection-scale).
   double injection_scale = 1.0;
@@ -82,6 +86,16 @@ struct EngineOptions {
   // Who is simulated, when neither of the above: a model of the caller's (peer_model.h). Set, it
   // replaces `mirror` and `mirror_through_network`.
   std::shared_ptr<PeerModel> peers;
+  // Queues per network dimension and rank (ASTRA-sim's --num-queues-per-dim): chunk c of a
+  // collective waits in queue c mod n of its phase's dimension, each queue running
+  // ceil(active-chunks-per-dimension / n) streams at once; the second half of the queues runs its
+  // rings anticlockwise. Under localBWAware the reduce-scatter half of an all-reduce takes the
+  // first half of the queues and the all-gather half the second, so that one chunk's all-gather
+  // never waits behind the next chunk's reduce-scatter (with one queue both share it, as in
+  // ASTRA-sim, and ranks that reach it at different times can order them differently: a
+  // deadlock). ASTRA-sim's allocator continues from collective to collective on each rank; here
+  // every collective starts at queue 0, so that ranks of different groups agree.
+  uint32_t queues_per_dim = 1;
 };
 
 // The system layer of ASTRA-sim's model (system_layer.h).
@@ -161,12 +175,14 @@ class CollectiveEngine final : public SystemLayer,
 
   // One phase of a collective: an algorithm over the members of one dimension (or of the whole
   // group). The same for every rank and chunk of the collective.
+  enum class QueueHalf : uint8_t { kAll, kFirst, kLast };
   struct Phase {
     PhaseOp op = PhaseOp::kAllReduce;
     bool anticlockwise = false;
-    uint32_t dim = 0;     // network dimension, or kFlat
-    uint32_t window = 0;  // the configured window (directN)
-    uint64_t size = 0;    // input bytes of the phase
+    uint32_t dim = 0;                  // network dimension, or kFlat
+    uint32_t window = 0;               // the configured window (directN)
+    QueueHalf half = QueueHalf::kAll;  // which of the dimension's queues its chunks take
+    uint64_t size = 0;                 // input bytes of the phase
     const CollectiveAlgorithm* algorithm = nullptr;
   };
 
@@ -295,7 +311,8 @@ class CollectiveEngine final : public SystemLayer,
   void on_delivered(uint64_t token) override;
 
   // Scheduling of streams in per-dimension queues.
-  uint32_t queue_of(Rank rank, uint32_t dim) const;
+  // The queue of `stream` for its current phase, and whether that queue runs anticlockwise.
+  std::pair<uint32_t, bool> lane(const Stream& stream) const;
   void enqueue(uint32_t stream);
   void fill(uint32_t queue);
   void start_phase(uint32_t stream);
