@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 namespace orrery::chakra {
@@ -297,6 +298,76 @@ bool TraceGraph::patch_node(NodeIndex index, const ChakraProtoMsg::Node& node,
       {index, static_cast<uint32_t>(patch_attrs_.size()), static_cast<uint32_t>(values.size())});
   patch_attrs_.insert(patch_attrs_.end(), values.begin(), values.end());
   return true;
+}
+
+std::vector<NodeIndex> TraceGraph::renamable_nodes() const {
+  const std::array<StringId, 3> names = {key("comm_src").id, key("comm_dst").id, key("pg_name").id};
+  std::vector<NodeIndex> out;
+  for (NodeIndex node = 0; node < size(); ++node) {
+    for (const Attribute& attribute : attributes(node)) {
+      if (std::find(names.begin(), names.end(), attribute.name) != names.end() &&
+          attribute.name != kNoString) {
+        out.push_back(node);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+TraceGraph TraceGraph::renamed_from(const TraceGraph& base, const Renaming& renaming,
+                                    std::span<const NodeIndex> candidates) {
+  assert(base.patched_count() == 0 && "renamed_from: the base must hold its own values");
+  TraceGraph graph = derived_from(base);
+  const Tables& t = *base.t_;
+  const StringId src = base.key("comm_src").id, dst = base.key("comm_dst").id;
+  const StringId pg = base.key("pg_name").id;
+  // The renamed groups as this graph's string ids, resolved once.
+  std::vector<std::pair<std::string_view, StringId>> groups;
+  groups.reserve(renaming.groups.size());
+  for (const auto& [from, to] : renaming.groups) {
+    const std::optional<StringId> shared = t.strings_.find(to);
+    groups.emplace_back(
+        from, shared ? *shared
+                     : static_cast<StringId>(t.strings_.size()) + graph.extra_strings_.intern(to));
+  }
+  std::vector<Attribute> values;
+  for (const NodeIndex node : candidates) {
+    const std::span<const Attribute> mine = base.attributes(node);
+    values.assign(mine.begin(), mine.end());
+    bool differs = false;
+    for (Attribute& value : values) {
+      const bool integer =
+          is_signed_scalar(value.value_case) || is_unsigned_scalar(value.value_case);
+      if ((value.name == src || value.name == dst) && value.name != kNoString && integer) {
+        const auto found = std::lower_bound(renaming.peers.begin(), renaming.peers.end(), value.i,
+                                            [](const std::pair<int64_t, int64_t>& entry,
+                                               int64_t key) { return entry.first < key; });
+        if (found != renaming.peers.end() && found->first == value.i && found->second != value.i) {
+          value.i = found->second;  // peers are non-negative: the same bits signed or unsigned
+          differs = true;
+        }
+      } else if (value.name == pg && value.name != kNoString &&
+                 (value.value_case == ValueCase::kStringVal ||
+                  value.value_case == ValueCase::kBytesVal)) {
+        const std::string_view text = base.string(value.str);
+        const auto found = std::lower_bound(groups.begin(), groups.end(), text,
+                                            [](const std::pair<std::string_view, StringId>& entry,
+                                               std::string_view key) { return entry.first < key; });
+        if (found != groups.end() && found->first == text && found->second != value.str) {
+          value.str = found->second;
+          differs = true;
+        }
+      }
+    }
+    if (!differs) continue;
+    if (graph.patched_.empty()) graph.patched_.assign((graph.size() + 63) / 64, 0);
+    graph.patched_[node / 64] |= uint64_t{1} << (node % 64);
+    graph.patches_.push_back({node, static_cast<uint32_t>(graph.patch_attrs_.size()),
+                              static_cast<uint32_t>(values.size())});
+    graph.patch_attrs_.insert(graph.patch_attrs_.end(), values.begin(), values.end());
+  }
+  return graph;
 }
 
 void TraceGraph::reserve_like_current(size_t nodes) {

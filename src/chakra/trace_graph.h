@@ -118,6 +118,22 @@ class TraceGraph {
   // dependencies, IOInfo, unknown fields, attribute names, kinds and list values); false (and no
   // change) otherwise. Nodes in ascending order, each at most once.
   bool patch_node(NodeIndex index, const ChakraProtoMsg::Node& node, bool unknown_fields);
+  // Values a renamed graph replaces: integer values of comm_src and comm_dst (peers), and pg_name
+  // strings (groups). Each list sorted by its first member, each first member once.
+  struct Renaming {
+    std::vector<std::pair<int64_t, int64_t>> peers;
+    std::vector<std::pair<std::string, std::string>> groups;
+  };
+  // Base's nodes with a comm_src, comm_dst or pg_name attribute, ascending: what renamed_from
+  // looks at. Compute it once per base.
+  std::vector<NodeIndex> renamable_nodes() const;
+  // A graph derived from `base` (finished, nothing patched) whose comm_src, comm_dst and pg_name
+  // values are renamed by `renaming` (values it does not list stay); everything else is base's. It
+  // is the graph of base's trace with those values replaced: a generator's rank that runs another
+  // rank's program with other peers and groups. Only nodes whose values change are patched.
+  // `candidates` = base.renamable_nodes(). Cost: O(candidates x attributes per node).
+  static TraceGraph renamed_from(const TraceGraph& base, const Renaming& renaming,
+                                 std::span<const NodeIndex> candidates);
   // Whether two graphs share their node tables (one derived from the other, or both from a
   // third): then they have the same nodes, ids, dependencies and attribute names, and may differ
   // only in attribute values. A graph shares with itself.

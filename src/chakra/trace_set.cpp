@@ -197,8 +197,26 @@ std::shared_ptr<const TraceSet> TraceSet::from_graphs(std::string name,
   }
   set->rank_graph_ = std::move(rank_graph);
   set->graphs_.resize(graphs.size());
-  parallel_for(graphs.size(), 0,
-               [&](size_t index) { set->graphs_[index] = make_entry(std::move(graphs[index])); });
+  // As load: graphs that hold their own values first, then those sharing one's tables, validated
+  // by what they patched (a generator's ranks derived from a stage's template).
+  std::map<const void*, size_t> base_of;
+  std::vector<size_t> bases, derived;
+  for (size_t index = 0; index < graphs.size(); ++index) {
+    if (graphs[index].patched_count() == 0 &&
+        base_of.emplace(graphs[index].structure(), index).second) {
+      bases.push_back(index);
+    } else {
+      derived.push_back(index);
+    }
+  }
+  parallel_for(bases.size(), 0,
+               [&](size_t k) { set->graphs_[bases[k]] = make_entry(std::move(graphs[bases[k]])); });
+  parallel_for(derived.size(), 0, [&](size_t k) {
+    TraceGraph& graph = graphs[derived[k]];
+    const auto base = base_of.find(graph.structure());
+    set->graphs_[derived[k]] =
+        make_entry(std::move(graph), base == base_of.end() ? nullptr : &set->graphs_[base->second]);
+  });
   return set;
 }
 

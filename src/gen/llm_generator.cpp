@@ -547,6 +547,25 @@ RankProgram LlmGenerator::build(uint32_t rank) const {
   return TrainingBuilder(model_, plan_, groups_, rank).build();
 }
 
+RankRenaming LlmGenerator::renaming(uint32_t rank) const {
+  const RankCoords coords = rank_coords(plan_, rank);
+  RankRenaming out;
+  out.representative = rank_of(plan_, RankCoords{0, 0, 0, coords.pp});
+  if (out.representative == rank) return out;
+  for (uint32_t stage = 0; stage < plan_.pp; ++stage) {
+    if (stage == coords.pp) continue;
+    out.peers.emplace_back(rank_of(plan_, RankCoords{0, 0, 0, stage}),
+                           rank_of(plan_, RankCoords{coords.tp, coords.cp, coords.dp, stage}));
+  }
+  for (size_t kind = 0; kind < kGroupKinds; ++kind) {
+    const uint32_t from = groups_.id(static_cast<GroupKind>(kind), out.representative);
+    if (from != 0) out.groups.emplace_back(from, groups_.id(static_cast<GroupKind>(kind), rank));
+  }
+  std::sort(out.peers.begin(), out.peers.end());
+  std::sort(out.groups.begin(), out.groups.end());
+  return out;
+}
+
 namespace {
 
 std::vector<std::vector<uint32_t>> group_list(const LlmGenerator& generator) {
@@ -571,7 +590,7 @@ Expected<BuiltTraces> build_llm_traces(const LlmGenerator& generator, const std:
   return build_trace_set(
       generator.ranks(), name, options,
       [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
-      group_list(generator));
+      group_list(generator), [&](uint32_t rank) { return generator.renaming(rank); });
 }
 
 }  // namespace orrery::gen

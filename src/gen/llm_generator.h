@@ -35,6 +35,11 @@ class LlmGenerator {
 
   // The program of one rank. O(nodes of the rank); thread-safe.
   RankProgram build(uint32_t rank) const;
+  // How `rank`'s program is its stage's first rank's (tensor, context and data coordinates 0):
+  // the same nodes, with the peers of the other stages and the groups of every kind that rank
+  // holds renamed to `rank`'s. A program depends on a rank's stage, its groups and its peers
+  // alone. O(pp + group kinds).
+  RankRenaming renaming(uint32_t rank) const;
 
  private:
   LlmGenerator(TransformerModel model, ParallelPlan plan)

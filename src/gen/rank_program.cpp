@@ -343,9 +343,128 @@ Expected<GeneratedTraces> write_trace_set(uint32_t ranks, const std::string& pre
   return traces;
 }
 
+namespace {
+
+std::shared_ptr<const chakra::CommGroups> comm_groups_of(
+    uint32_t ranks, const std::string& name, const std::vector<std::vector<uint32_t>>& groups,
+    Status& status) {
+  auto comm = std::make_shared<chakra::CommGroups>(ranks);
+  for (size_t index = 0; index < groups.size(); ++index) {
+    status = comm->add(std::to_string(index + 1), groups[index], name);
+    if (!status) return nullptr;
+  }
+  return comm;
+}
+
+// build_trace_set with a renaming: representatives' programs become graphs node by node (no
+// serialization), every other rank's graph is its representative's renamed.
+Expected<BuiltTraces> build_renamed_trace_set(uint32_t ranks, const std::string& name,
+                                              const RankFileOptions& options,
+                                              const ProgramBuilder& build,
+                                              const std::vector<std::vector<uint32_t>>& groups,
+                                              const RenamingOf& renaming_of) {
+  const ChakraProtoMsg::GlobalMetadata metadata = rank_metadata(options);
+  auto source_of = [&](size_t rank) { return fmt::format("{} rank {}", name, rank); };
+  std::vector<RankRenaming> renamings(ranks);
+  std::vector<uint32_t> representatives;
+  for (uint32_t rank = 0; rank < ranks; ++rank) {
+    renamings[rank] = renaming_of(rank);
+    assert(renamings[rank].representative < ranks);
+    assert(renamings[renamings[rank].representative].representative ==
+               renamings[rank].representative &&
+           "a representative is its own");
+    if (renamings[rank].representative == rank) representatives.push_back(rank);
+  }
+  struct Template {
+    std::optional<Error> error;
+    chakra::TraceGraph graph;
+    std::vector<chakra::NodeIndex> candidates;
+    uint64_t nodes = 0;
+    uint64_t flops = 0;
+  };
+  std::vector<Template> templates(representatives.size());
+  std::vector<uint32_t> template_of(ranks, UINT32_MAX);
+  for (uint32_t k = 0; k < representatives.size(); ++k) template_of[representatives[k]] = k;
+  parallel_for(representatives.size(), options.threads, [&](size_t k) {
+    Template& out = templates[k];
+    Expected<RankProgram> program = build(representatives[k]);
+    if (!program) {
+      out.error = program.error();
+      return;
+    }
+    out.graph.set_source(source_of(representatives[k]));
+    out.graph.set_metadata(metadata);
+    out.graph.reserve_like_current(program->size());
+    Status status = program->emit([&](const ChakraProtoMsg::Node& node) {
+      out.graph.add_node(node);
+      return Status::ok();
+    });
+    if (!status) {
+      out.error = status.error();
+      return;
+    }
+    out.graph.finish();
+    out.candidates = out.graph.renamable_nodes();
+    out.nodes = program->size();
+    out.flops = program->total_flops();
+  });
+  for (const Template& one : templates) {
+    if (one.error) return *one.error;
+  }
+  // Every rank's graph: a representative's is its template; the others' are renamed from it.
+  std::vector<std::optional<chakra::TraceGraph>> renamed(ranks);
+  parallel_for(ranks, options.threads, [&](size_t rank) {
+    const RankRenaming& renaming = renamings[rank];
+    if (renaming.representative == rank) return;
+    const Template& base = templates[template_of[renaming.representative]];
+    chakra::TraceGraph::Renaming values;
+    values.peers = renaming.peers;
+    for (const auto& [from, to] : renaming.groups) {
+      if (from != 0) values.groups.emplace_back(std::to_string(from), std::to_string(to));
+    }
+    // The strings sort otherwise than the numbers.
+    std::sort(values.groups.begin(), values.groups.end());
+    chakra::TraceGraph graph =
+        chakra::TraceGraph::renamed_from(base.graph, values, base.candidates);
+    graph.set_source(source_of(rank));
+    renamed[rank] = std::move(graph);
+  });
+  BuiltTraces traces;
+  std::vector<chakra::TraceGraph> graphs;
+  std::vector<uint32_t> rank_graph(ranks);
+  std::vector<uint32_t> graph_of_template(templates.size(), UINT32_MAX);
+  for (uint32_t rank = 0; rank < ranks; ++rank) {
+    const uint32_t k = template_of[renamings[rank].representative];
+    traces.nodes += templates[k].nodes;
+    traces.flops += templates[k].flops;
+    if (renamings[rank].representative == rank || renamed[rank]->patched_count() == 0) {
+      // A rank that renamed nothing runs its representative's graph.
+      if (graph_of_template[k] == UINT32_MAX) {
+        graph_of_template[k] = static_cast<uint32_t>(graphs.size());
+        graphs.push_back(std::move(templates[k].graph));
+        graphs.back().set_source(source_of(renamings[rank].representative));
+      }
+      rank_graph[rank] = graph_of_template[k];
+      continue;
+    }
+    rank_graph[rank] = static_cast<uint32_t>(graphs.size());
+    graphs.push_back(std::move(*renamed[rank]));
+  }
+  renamed.clear();
+  traces.traces = chakra::TraceSet::from_graphs(name, std::move(graphs), std::move(rank_graph));
+  Status status = Status::ok();
+  traces.groups = comm_groups_of(ranks, name, groups, status);
+  if (!status) return status.error();
+  return traces;
+}
+
+}  // namespace
+
 Expected<BuiltTraces> build_trace_set(uint32_t ranks, const std::string& name,
                                       const RankFileOptions& options, const ProgramBuilder& build,
-                                      const std::vector<std::vector<uint32_t>>& groups) {
+                                      const std::vector<std::vector<uint32_t>>& groups,
+                                      const RenamingOf& renaming_of) {
+  if (renaming_of) return build_renamed_trace_set(ranks, name, options, build, groups, renaming_of);
   const ChakraProtoMsg::GlobalMetadata metadata = rank_metadata(options);
   // Each rank's program is serialized as its file would be and built, as chakra::TraceSetLoader
   // builds rank files, from the first rank of its shape: the ranks of a stage differ only in

@@ -158,10 +158,24 @@ struct BuiltTraces {
   uint64_t flops = 0;                                // num_ops over all ranks
 };
 
+// A rank whose program is another's (its representative's) with peers and group ids renamed, as
+// a generator knows of its own ranks (the ranks of one pipeline stage, say). Each list sorted by
+// its first member: the representative's value, then this rank's. A representative is its own.
+struct RankRenaming {
+  uint32_t representative = 0;
+  std::vector<std::pair<int64_t, int64_t>> peers;
+  std::vector<std::pair<uint32_t, uint32_t>> groups;
+};
+using RenamingOf = std::function<RankRenaming(uint32_t rank)>;
+
 // Builds every rank's program in parallel (options.threads; gzip is ignored) into graphs named
 // "<name> rank <r>", and `groups` as communicator groups. The first error in rank order.
+// With `renaming_of`, only representatives' programs are built; every other rank's graph is its
+// representative's renamed (chakra::TraceGraph::renamed_from), the graph its own program would
+// give (tests/gen/llm_classes_test.cpp checks it node for node).
 Expected<BuiltTraces> build_trace_set(uint32_t ranks, const std::string& name,
                                       const RankFileOptions& options, const ProgramBuilder& build,
-                                      const std::vector<std::vector<uint32_t>>& groups);
+                                      const std::vector<std::vector<uint32_t>>& groups,
+                                      const RenamingOf& renaming_of = {});
 
 }  // namespace orrery::gen

@@ -1,0 +1,164 @@
+// `gen llm` in memory by stage: build_llm_traces builds one program per pipeline stage and renames
+// it for the stage's other ranks (LlmGenerator::renaming, chakra::TraceGraph::renamed_from). The
+// set must be, rank for rank and node for node, the one every rank's own program gives: the same
+// ids, names, types, times, dependencies and attribute values, and the same validation report.
+// Checked over hand-picked and random plans of every parallelism.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "gen/gen_test_support.h"
+#include "gen/llm_generator.h"
+
+namespace orrery::gen {
+namespace llm_classes_test {
+
+using test::tiny_gpt;
+using test::tiny_moe;
+
+std::string describe(const ParallelPlan& plan) {
+  return fmt::format("tp {} cp {} pp {} dp {} ep {}{} zero {}{}{} mb {} batch {}", plan.tp, plan.cp,
+                     plan.pp, plan.dp, plan.ep, plan.sp ? " sp" : "", plan.zero,
+                     plan.recompute ? " recompute" : "",
+                     plan.schedule == PipelineSchedule::kInterleaved ? " interleaved" : "",
+                     plan.micro_batch, plan.global_batch);
+}
+
+// Every rank of the renamed set against the set of every rank's own program.
+void expect_same_sets(const TransformerModel& model, const ParallelPlan& plan) {
+  SCOPED_TRACE(describe(plan));
+  Expected<LlmGenerator> generator = LlmGenerator::create(model, plan);
+  ASSERT_TRUE(generator) << generator.error().message();
+  RankFileOptions options;
+  options.threads = 2;
+  Expected<BuiltTraces> renamed = build_llm_traces(*generator, "w", options);
+  ASSERT_TRUE(renamed) << renamed.error().message();
+  std::vector<std::vector<uint32_t>> groups;
+  for (uint32_t id = 1; id <= generator->groups().count(); ++id) {
+    groups.push_back(generator->groups().members(id));
+  }
+  Expected<BuiltTraces> whole = build_trace_set(
+      generator->ranks(), "w", options,
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator->build(rank); }, groups);
+  ASSERT_TRUE(whole) << whole.error().message();
+  EXPECT_EQ(renamed->nodes, whole->nodes);
+  EXPECT_EQ(renamed->flops, whole->flops);
+  const chakra::TraceSet& a = *renamed->traces;
+  const chakra::TraceSet& b = *whole->traces;
+  ASSERT_EQ(a.rank_count(), b.rank_count());
+  for (uint32_t rank = 0; rank < a.rank_count(); ++rank) {
+    const chakra::TraceGraph& mine = a.rank_graph(rank);
+    const chakra::TraceGraph& theirs = b.rank_graph(rank);
+    ASSERT_EQ(mine.size(), theirs.size()) << "rank " << rank;
+    // same_work compares types, durations, dependencies and every attribute's name and value.
+    ASSERT_TRUE(mine.same_work(theirs)) << "rank " << rank;
+    for (chakra::NodeIndex node = 0; node < mine.size(); ++node) {
+      ASSERT_EQ(mine.id(node), theirs.id(node)) << "rank " << rank;
+      ASSERT_EQ(mine.name(node), theirs.name(node)) << "rank " << rank;
+      for (const char* peer : {"comm_src", "comm_dst"}) {
+        Expected<std::optional<uint64_t>> left = mine.get_uint(node, peer);
+        Expected<std::optional<uint64_t>> right = theirs.get_uint(node, peer);
+        ASSERT_TRUE(left && right);
+        ASSERT_EQ(*left, *right) << "rank " << rank << " node " << mine.id(node) << " " << peer;
+      }
+      Expected<std::optional<std::string_view>> left = mine.get_string(node, "pg_name");
+      Expected<std::optional<std::string_view>> right = theirs.get_string(node, "pg_name");
+      ASSERT_TRUE(left && right);
+      ASSERT_EQ(*left, *right) << "rank " << rank << " node " << mine.id(node);
+    }
+    const chakra::ValidationReport& left = a.report(a.graph_index(rank));
+    const chakra::ValidationReport& right = b.report(b.graph_index(rank));
+    EXPECT_EQ(left.summary_lines(), right.summary_lines()) << "rank " << rank;
+    EXPECT_EQ(left.passes(chakra::ValidationMode::kStrict),
+              right.passes(chakra::ValidationMode::kStrict))
+        << "rank " << rank;
+  }
+}
+
+TEST(LlmClasses, every_rank_is_its_stage_representative_renamed) {
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.dp = 2;
+  plan.pp = 4;
+  plan.global_batch = 8;
+  expect_same_sets(tiny_gpt(), plan);  // tied embeddings: first and last stage
+  plan.pp = 2;
+  plan.schedule = PipelineSchedule::kInterleaved;
+  plan.virtual_stages = 2;
+  plan.zero = 3;
+  plan.sp = true;
+  expect_same_sets(tiny_gpt(), plan);
+  ParallelPlan moe;
+  moe.tp = 2;
+  moe.cp = 2;
+  moe.dp = 4;
+  moe.ep = 2;
+  moe.pp = 2;
+  moe.global_batch = 16;
+  moe.zero = 1;
+  expect_same_sets(tiny_moe(), moe);
+}
+
+TEST(LlmClasses, random_plans_are_the_same_renamed_as_built_rank_by_rank) {
+  std::mt19937_64 rng(2026);
+  auto pick = [&](std::initializer_list<uint32_t> values) {
+    std::vector<uint32_t> list(values);
+    return list[std::uniform_int_distribution<size_t>(0, list.size() - 1)(rng)];
+  };
+  size_t accepted = 0;
+  for (int draw = 0; draw < 400 && accepted < 20; ++draw) {
+    const bool expert = pick({0, 0, 1}) == 1;
+    const TransformerModel model = expert ? tiny_moe() : tiny_gpt();
+    ParallelPlan plan;
+    plan.tp = pick({1, 2, 4});
+    plan.pp = pick({1, 2, 4});
+    plan.dp = pick({1, 2, 4});
+    plan.cp = pick({1, 1, 2});
+    plan.ep = expert ? pick({1, 2}) : 1;
+    plan.sp = plan.tp > 1 && pick({0, 1}) == 1;
+    plan.zero = pick({0, 1, 2, 3});
+    plan.recompute = pick({0, 0, 1}) == 1;
+    if (plan.pp > 1 && pick({0, 1}) == 1) {
+      plan.schedule = PipelineSchedule::kInterleaved;
+      plan.virtual_stages = 2;
+    }
+    plan.micro_batch = pick({1, 2});
+    plan.global_batch = plan.micro_batch * plan.dp * pick({2, 4, 8});
+    plan.bucket_bytes = pick({0, 0, 65536});
+    if (plan.ranks() > 32 || !validate_plan(model, plan)) continue;
+    expect_same_sets(model, plan);
+    if (HasFatalFailure()) return;
+    ++accepted;
+  }
+  EXPECT_EQ(accepted, 20u);
+}
+
+TEST(LlmClasses, the_renaming_names_the_stage_peers_and_every_group) {
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.dp = 2;
+  plan.pp = 3;
+  plan.global_batch = 4;
+  Expected<LlmGenerator> generator = LlmGenerator::create(tiny_gpt(), plan);
+  ASSERT_TRUE(generator);
+  // rank = tp + 2 (dp + 2 pp): rank 7 is tp 1, dp 1, stage 1; its stage's first rank is 4.
+  const RankRenaming renaming = generator->renaming(7);
+  EXPECT_EQ(renaming.representative, 4u);
+  const std::vector<std::pair<int64_t, int64_t>> peers = {{0, 3}, {8, 11}};
+  EXPECT_EQ(renaming.peers, peers);
+  const LlmGroups& groups = generator->groups();
+  for (const GroupKind kind : {GroupKind::kTensor, GroupKind::kData}) {
+    const std::pair<uint32_t, uint32_t> entry{groups.id(kind, 4), groups.id(kind, 7)};
+    EXPECT_NE(std::find(renaming.groups.begin(), renaming.groups.end(), entry),
+              renaming.groups.end());
+  }
+  EXPECT_EQ(generator->renaming(4).representative, 4u);
+  EXPECT_TRUE(generator->renaming(4).peers.empty());
+}
+
+}  // namespace llm_classes_test
+}  // namespace orrery::gen
