@@ -105,5 +105,21 @@ TEST(HostileNetwork, networks_beyond_two_to_the_24_ranks_are_refused_before_any_
             "(read)");
 }
 
+// fuzz_network's timeout (fuzz/corpus/network/regression_switch_count_beyond_links): a 100-byte
+// file naming 1,073,657 switches made a name for each (1.4 s, 125 MB; over 20 s under the
+// sanitizers) before it read the links. The links bound the nodes now, and are read first.
+TEST(HostileNetwork, more_nodes_than_the_links_can_connect_are_refused_before_they_are_named) {
+  EXPECT_EQ(error_of("name: tiny\nnpus: 4\nswitches: 0000001073657\nlinks:\n  -1, oseway]\n"),
+            "net.yml:1: key 'links': expected a list of [from, to, bandwidth, latency] cables");
+  EXPECT_EQ(error_of("npus: 2\nswitches: 1073657\nlinks:\n  - [npu0, npu1, 100Gbps, 1us]\n"),
+            "net.yml:2: key 'switches': 1073657 switches but 1 links: a link joins two nodes, so "
+            "at most 2 switches can be connected");
+  EXPECT_EQ(error_of("npus: 3000000\nlinks:\n  - [npu0, npu1, 100Gbps, 1us]\n"),
+            "net.yml:1: key 'npus': 3000000 NPUs but 1 links: a link joins two nodes, so at most 2 "
+            "NPUs can be connected");
+  // As many as the links can hold is still a network (a switch on no link stays harmless).
+  EXPECT_EQ(error_of("npus: 2\nswitches: 2\nlinks:\n  - [npu0, npu1, 100Gbps, 1us]\n"), "(read)");
+}
+
 }  // namespace hostile_network_test
 }  // namespace orrery::net
