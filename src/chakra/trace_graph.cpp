@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
 
 namespace orrery::chakra {
@@ -291,13 +292,23 @@ bool TraceGraph::patch_node(NodeIndex index, const ChakraProtoMsg::Node& node,
     values.push_back(value);
   }
   if (!differs) return true;
+  push_patch(index, values);
+  return true;
+}
+
+void TraceGraph::push_patch(NodeIndex index, std::span<const Attribute> values) {
   assert(patches_.empty() || patches_.back().node < index);
-  if (patched_.empty()) patched_.assign((size() + 63) / 64, 0);
+  if (patched_.empty()) {
+    patched_.assign((size() + 63) / 64, 0);
+    word_first_patch_.assign(patched_.size(), 0);
+  }
+  // Patches come in ascending node order: a word's first one is the next index.
+  if (patched_[index / 64] == 0)
+    word_first_patch_[index / 64] = static_cast<uint32_t>(patches_.size());
   patched_[index / 64] |= uint64_t{1} << (index % 64);
   patches_.push_back(
       {index, static_cast<uint32_t>(patch_attrs_.size()), static_cast<uint32_t>(values.size())});
   patch_attrs_.insert(patch_attrs_.end(), values.begin(), values.end());
-  return true;
 }
 
 std::vector<NodeIndex> TraceGraph::renamable_nodes() const {
@@ -361,11 +372,7 @@ TraceGraph TraceGraph::renamed_from(const TraceGraph& base, const Renaming& rena
       }
     }
     if (!differs) continue;
-    if (graph.patched_.empty()) graph.patched_.assign((graph.size() + 63) / 64, 0);
-    graph.patched_[node / 64] |= uint64_t{1} << (node % 64);
-    graph.patches_.push_back({node, static_cast<uint32_t>(graph.patch_attrs_.size()),
-                              static_cast<uint32_t>(values.size())});
-    graph.patch_attrs_.insert(graph.patch_attrs_.end(), values.begin(), values.end());
+    graph.push_patch(node, values);
   }
   return graph;
 }
@@ -582,11 +589,15 @@ std::optional<NodeIndex> TraceGraph::find(uint64_t id) const {
 }
 
 std::span<const Attribute> TraceGraph::attributes(NodeIndex node) const {
-  if (!patched_.empty() && ((patched_[node / 64] >> (node % 64)) & 1) != 0) {
-    const auto found =
-        std::lower_bound(patches_.begin(), patches_.end(), node,
-                         [](const Patch& patch, NodeIndex key) { return patch.node < key; });
-    return {patch_attrs_.data() + found->first, found->count};
+  if (!patched_.empty()) {
+    const uint64_t word = patched_[node / 64];
+    const uint64_t bit = uint64_t{1} << (node % 64);
+    if ((word & bit) != 0) {
+      // The patch's index: its word's first, plus the patched nodes before it in the word.
+      const Patch& patch = patches_[word_first_patch_[node / 64] +
+                                    static_cast<uint32_t>(std::popcount(word & (bit - 1)))];
+      return {patch_attrs_.data() + patch.first, patch.count};
+    }
   }
   return {t_->attrs_.data() + t_->attr_offsets_[node],
           t_->attr_offsets_[node + 1] - t_->attr_offsets_[node]};
@@ -894,8 +905,9 @@ bool TraceGraph::same_work_except(const TraceGraph& other,
 }
 
 size_t TraceGraph::overlay_bytes() const {
-  return patched_.capacity() * sizeof(uint64_t) + patches_.capacity() * sizeof(Patch) +
-         patch_attrs_.capacity() * sizeof(Attribute) + extra_strings_.memory_bytes();
+  return patched_.capacity() * sizeof(uint64_t) + word_first_patch_.capacity() * sizeof(uint32_t) +
+         patches_.capacity() * sizeof(Patch) + patch_attrs_.capacity() * sizeof(Attribute) +
+         extra_strings_.memory_bytes();
 }
 
 size_t TraceGraph::memory_bytes() const {

@@ -283,6 +283,8 @@ class TraceGraph {
   };
   // The tables for building: copied first if another graph shares them.
   Tables& tables();
+  // Appends the patch of `index` (after every patched node so far).
+  void push_patch(NodeIndex index, std::span<const Attribute> values);
   // Converts a scalar or list attribute as add_node stores it (lists into `t`'s pools).
   template <typename Store>
   static Attribute convert(const ChakraProtoMsg::AttributeProto& proto, Tables& t, Store&& store);
@@ -298,6 +300,7 @@ class TraceGraph {
     uint32_t count;
   };
   std::vector<uint64_t> patched_;
+  std::vector<uint32_t> word_first_patch_;  // per word of patched_: the index of its first patch
   std::vector<Patch> patches_;
   std::vector<Attribute> patch_attrs_;
   StringTable extra_strings_;  // strings of patched values absent from the shared table
