@@ -297,6 +297,17 @@ RankProgram InferenceGenerator::build(uint32_t rank) const {
   return InferenceBuilder(model_, plan_, rank).build();
 }
 
+RankRenaming InferenceGenerator::renaming(uint32_t rank) const {
+  const uint32_t index = rank % plan_.tp;
+  RankRenaming out;
+  out.representative = rank - index;
+  if (index == 0) return out;
+  for (uint32_t stage = 0; stage < plan_.pp; ++stage) {
+    out.peers.emplace_back(int64_t{plan_.tp} * stage, int64_t{plan_.tp} * stage + index);
+  }
+  return out;
+}
+
 Expected<GeneratedTraces> write_inference_traces(const InferenceGenerator& generator,
                                                  const std::string& prefix,
                                                  const RankFileOptions& options) {
@@ -312,7 +323,7 @@ Expected<BuiltTraces> build_inference_traces(const InferenceGenerator& generator
   return build_trace_set(
       generator.ranks(), name, options,
       [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
-      generator.groups());
+      generator.groups(), [&](uint32_t rank) { return generator.renaming(rank); });
 }
 
 }  // namespace orrery::gen

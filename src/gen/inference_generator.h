@@ -53,6 +53,9 @@ class InferenceGenerator {
 
   // The program of one rank; thread-safe.
   RankProgram build(uint32_t rank) const;
+  // How `rank`'s program is its stage's first rank's: the same nodes, with the peers of every
+  // stage renamed to those of `rank`'s tensor-parallel index (a stage's ranks share its group).
+  RankRenaming renaming(uint32_t rank) const;
 
  private:
   InferenceGenerator(TransformerModel model, InferencePlan plan);

@@ -553,7 +553,6 @@ RankRenaming LlmGenerator::renaming(uint32_t rank) const {
   out.representative = rank_of(plan_, RankCoords{0, 0, 0, coords.pp});
   if (out.representative == rank) return out;
   for (uint32_t stage = 0; stage < plan_.pp; ++stage) {
-    if (stage == coords.pp) continue;
     out.peers.emplace_back(rank_of(plan_, RankCoords{0, 0, 0, stage}),
                            rank_of(plan_, RankCoords{coords.tp, coords.cp, coords.dp, stage}));
   }

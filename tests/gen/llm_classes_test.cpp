@@ -1,5 +1,6 @@
-// `gen llm` in memory by stage: build_llm_traces builds one program per pipeline stage and renames
-// it for the stage's other ranks (LlmGenerator::renaming, chakra::TraceGraph::renamed_from). The
+// `gen llm` and `gen inference` in memory by stage: they build one program per pipeline stage and
+// rename it for the stage's other ranks (LlmGenerator::renaming, InferenceGenerator::renaming,
+// chakra::TraceGraph::renamed_from). The
 // set must be, rank for rank and node for node, the one every rank's own program gives: the same
 // ids, names, types, times, dependencies and attribute values, and the same validation report.
 // Checked over hand-picked and random plans of every parallelism.
@@ -8,10 +9,12 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "gen/gen_test_support.h"
+#include "gen/inference_generator.h"
 #include "gen/llm_generator.h"
 
 namespace orrery::gen {
@@ -28,27 +31,12 @@ std::string describe(const ParallelPlan& plan) {
                      plan.micro_batch, plan.global_batch);
 }
 
-// Every rank of the renamed set against the set of every rank's own program.
-void expect_same_sets(const TransformerModel& model, const ParallelPlan& plan) {
-  SCOPED_TRACE(describe(plan));
-  Expected<LlmGenerator> generator = LlmGenerator::create(model, plan);
-  ASSERT_TRUE(generator) << generator.error().message();
-  RankFileOptions options;
-  options.threads = 2;
-  Expected<BuiltTraces> renamed = build_llm_traces(*generator, "w", options);
-  ASSERT_TRUE(renamed) << renamed.error().message();
-  std::vector<std::vector<uint32_t>> groups;
-  for (uint32_t id = 1; id <= generator->groups().count(); ++id) {
-    groups.push_back(generator->groups().members(id));
-  }
-  Expected<BuiltTraces> whole = build_trace_set(
-      generator->ranks(), "w", options,
-      [&](uint32_t rank) -> Expected<RankProgram> { return generator->build(rank); }, groups);
-  ASSERT_TRUE(whole) << whole.error().message();
-  EXPECT_EQ(renamed->nodes, whole->nodes);
-  EXPECT_EQ(renamed->flops, whole->flops);
-  const chakra::TraceSet& a = *renamed->traces;
-  const chakra::TraceSet& b = *whole->traces;
+// Rank for rank, node for node: a renamed set against the set of every rank's own program.
+void expect_same_traces(const BuiltTraces& renamed, const BuiltTraces& whole) {
+  EXPECT_EQ(renamed.nodes, whole.nodes);
+  EXPECT_EQ(renamed.flops, whole.flops);
+  const chakra::TraceSet& a = *renamed.traces;
+  const chakra::TraceSet& b = *whole.traces;
   ASSERT_EQ(a.rank_count(), b.rank_count());
   for (uint32_t rank = 0; rank < a.rank_count(); ++rank) {
     const chakra::TraceGraph& mine = a.rank_graph(rank);
@@ -77,6 +65,25 @@ void expect_same_sets(const TransformerModel& model, const ParallelPlan& plan) {
               right.passes(chakra::ValidationMode::kStrict))
         << "rank " << rank;
   }
+}
+
+void expect_same_sets(const TransformerModel& model, const ParallelPlan& plan) {
+  SCOPED_TRACE(describe(plan));
+  Expected<LlmGenerator> generator = LlmGenerator::create(model, plan);
+  ASSERT_TRUE(generator) << generator.error().message();
+  RankFileOptions options;
+  options.threads = 2;
+  Expected<BuiltTraces> renamed = build_llm_traces(*generator, "w", options);
+  ASSERT_TRUE(renamed) << renamed.error().message();
+  std::vector<std::vector<uint32_t>> groups;
+  for (uint32_t id = 1; id <= generator->groups().count(); ++id) {
+    groups.push_back(generator->groups().members(id));
+  }
+  Expected<BuiltTraces> whole = build_trace_set(
+      generator->ranks(), "w", options,
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator->build(rank); }, groups);
+  ASSERT_TRUE(whole) << whole.error().message();
+  expect_same_traces(*renamed, *whole);
 }
 
 TEST(LlmClasses, every_rank_is_its_stage_representative_renamed) {
@@ -148,7 +155,7 @@ TEST(LlmClasses, the_renaming_names_the_stage_peers_and_every_group) {
   // rank = tp + 2 (dp + 2 pp): rank 7 is tp 1, dp 1, stage 1; its stage's first rank is 4.
   const RankRenaming renaming = generator->renaming(7);
   EXPECT_EQ(renaming.representative, 4u);
-  const std::vector<std::pair<int64_t, int64_t>> peers = {{0, 3}, {8, 11}};
+  const std::vector<std::pair<int64_t, int64_t>> peers = {{0, 3}, {4, 7}, {8, 11}};
   EXPECT_EQ(renaming.peers, peers);
   const LlmGroups& groups = generator->groups();
   for (const GroupKind kind : {GroupKind::kTensor, GroupKind::kData}) {
@@ -158,6 +165,30 @@ TEST(LlmClasses, the_renaming_names_the_stage_peers_and_every_group) {
   }
   EXPECT_EQ(generator->renaming(4).representative, 4u);
   EXPECT_TRUE(generator->renaming(4).peers.empty());
+}
+
+TEST(InferenceClasses, every_rank_is_its_stage_representative_renamed) {
+  for (const auto& [tp, pp, groups] : {std::tuple{2u, 3u, 1u}, std::tuple{4u, 2u, 2u},
+                                       std::tuple{1u, 4u, 2u}, std::tuple{4u, 1u, 1u}}) {
+    SCOPED_TRACE(fmt::format("tp {} pp {} micro-batches {}", tp, pp, groups));
+    InferencePlan plan;
+    plan.tp = tp;
+    plan.pp = pp;
+    plan.prompt_lengths = {64, 32, 48, 16};
+    plan.output_lengths = {3, 5, 2, 4};
+    plan.micro_batches = groups;
+    Expected<InferenceGenerator> generator = InferenceGenerator::create(tiny_gpt(), plan);
+    ASSERT_TRUE(generator) << generator.error().message();
+    RankFileOptions options;
+    Expected<BuiltTraces> renamed = build_inference_traces(*generator, "w", options);
+    ASSERT_TRUE(renamed) << renamed.error().message();
+    Expected<BuiltTraces> whole = build_trace_set(
+        generator->ranks(), "w", options,
+        [&](uint32_t rank) -> Expected<RankProgram> { return generator->build(rank); },
+        generator->groups());
+    ASSERT_TRUE(whole) << whole.error().message();
+    expect_same_traces(*renamed, *whole);
+  }
 }
 
 }  // namespace llm_classes_test
