@@ -364,7 +364,7 @@ TEST(GraphFile, listed_and_generated_forms_and_their_errors) {
             "npus_per_leaf, spines, npu_bandwidth, npu_latency, uplink_bandwidth, uplink_latency, "
             "oversubscription, nics, node_gpus, nvlink_bandwidth, nvlink_latency)");
   EXPECT_EQ(error("generator: fat-tree\nk: 5\n"),
-            "t.yml:1: fat-tree: k = 5; expected an even number from 2 to 256");
+            "t.yml:1: fat-tree: k = 5; expected an even number from 2 to 160");
   EXPECT_EQ(error("npus: 3\nswitches: [s]\nlinks:\n  - [npu0, s, 1, 1]\n  - [npu1, s, 1, 1]\n"),
             "t.yml: npu2 cannot reach npu0");
 }
