@@ -316,8 +316,8 @@ std::vector<NodeIndex> TraceGraph::renamable_nodes() const {
   std::vector<NodeIndex> out;
   for (NodeIndex node = 0; node < size(); ++node) {
     for (const Attribute& attribute : attributes(node)) {
-      if (std::find(names.begin(), names.end(), attribute.name) != names.end() &&
-          attribute.name != kNoString) {
+      // An attribute's name is always interned; a name no node has is kNoString and matches none.
+      if (std::find(names.begin(), names.end(), attribute.name) != names.end()) {
         out.push_back(node);
         break;
       }
@@ -350,7 +350,7 @@ TraceGraph TraceGraph::renamed_from(const TraceGraph& base, const Renaming& rena
     for (Attribute& value : values) {
       const bool integer =
           is_signed_scalar(value.value_case) || is_unsigned_scalar(value.value_case);
-      if ((value.name == src || value.name == dst) && value.name != kNoString && integer) {
+      if ((value.name == src || value.name == dst) && integer) {
         const auto found = std::lower_bound(renaming.peers.begin(), renaming.peers.end(), value.i,
                                             [](const std::pair<int64_t, int64_t>& entry,
                                                int64_t key) { return entry.first < key; });
@@ -358,9 +358,8 @@ TraceGraph TraceGraph::renamed_from(const TraceGraph& base, const Renaming& rena
           value.i = found->second;  // peers are non-negative: the same bits signed or unsigned
           differs = true;
         }
-      } else if (value.name == pg && value.name != kNoString &&
-                 (value.value_case == ValueCase::kStringVal ||
-                  value.value_case == ValueCase::kBytesVal)) {
+      } else if (value.name == pg && (value.value_case == ValueCase::kStringVal ||
+                                      value.value_case == ValueCase::kBytesVal)) {
         const std::string_view text = base.string(value.str);
         const auto found = std::lower_bound(groups.begin(), groups.end(), text,
                                             [](const std::pair<std::string_view, StringId>& entry,

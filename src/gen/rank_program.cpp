@@ -345,15 +345,16 @@ Expected<GeneratedTraces> write_trace_set(uint32_t ranks, const std::string& pre
 
 namespace {
 
-std::shared_ptr<const chakra::CommGroups> comm_groups_of(
-    uint32_t ranks, const std::string& name, const std::vector<std::vector<uint32_t>>& groups,
-    Status& status) {
+// `groups` as communicator groups: group i + 1 = groups[i].
+Expected<std::shared_ptr<const chakra::CommGroups>> comm_groups_of(
+    uint32_t ranks, const std::string& name, const std::vector<std::vector<uint32_t>>& groups) {
   auto comm = std::make_shared<chakra::CommGroups>(ranks);
   for (size_t index = 0; index < groups.size(); ++index) {
-    status = comm->add(std::to_string(index + 1), groups[index], name);
-    if (!status) return nullptr;
+    if (Status status = comm->add(std::to_string(index + 1), groups[index], name); !status) {
+      return status.error();
+    }
   }
-  return comm;
+  return std::shared_ptr<const chakra::CommGroups>(std::move(comm));
 }
 
 // build_trace_set with a renaming: representatives' programs become graphs node by node (no
@@ -452,9 +453,9 @@ Expected<BuiltTraces> build_renamed_trace_set(uint32_t ranks, const std::string&
   }
   renamed.clear();
   traces.traces = chakra::TraceSet::from_graphs(name, std::move(graphs), std::move(rank_graph));
-  Status status = Status::ok();
-  traces.groups = comm_groups_of(ranks, name, groups, status);
-  if (!status) return status.error();
+  Expected<std::shared_ptr<const chakra::CommGroups>> comm = comm_groups_of(ranks, name, groups);
+  if (!comm) return comm.error();
+  traces.groups = std::move(*comm);
   return traces;
 }
 
@@ -549,13 +550,9 @@ Expected<BuiltTraces> build_trace_set(uint32_t ranks, const std::string& name,
   }
   built.clear();
   traces.traces = chakra::TraceSet::from_graphs(name, std::move(graphs), std::move(rank_graph));
-  auto comm = std::make_shared<chakra::CommGroups>(ranks);
-  for (size_t index = 0; index < groups.size(); ++index) {
-    if (Status status = comm->add(std::to_string(index + 1), groups[index], name); !status) {
-      return status.error();
-    }
-  }
-  traces.groups = std::move(comm);
+  Expected<std::shared_ptr<const chakra::CommGroups>> comm = comm_groups_of(ranks, name, groups);
+  if (!comm) return comm.error();
+  traces.groups = std::move(*comm);
   return traces;
 }
 

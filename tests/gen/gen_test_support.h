@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -57,6 +58,41 @@ inline gen::TransformerModel tiny_moe() {
   model.experts = 8;
   model.top_k = 2;
   return model;
+}
+
+// A random small plan of every parallelism (tp, pp, dp, cp, ep with the MoE model, SP, ZeRO,
+// recomputation, interleaving, micro-batches, buckets) on tiny_gpt or tiny_moe, not validated:
+// callers skip what validate_plan refuses.
+struct RandomPlan {
+  gen::TransformerModel model;
+  gen::ParallelPlan plan;
+  bool moe = false;
+};
+inline RandomPlan random_plan(std::mt19937_64& rng) {
+  auto pick = [&](std::initializer_list<uint32_t> values) {
+    std::vector<uint32_t> list(values);
+    return list[std::uniform_int_distribution<size_t>(0, list.size() - 1)(rng)];
+  };
+  RandomPlan out;
+  out.moe = pick({0, 0, 1}) == 1;
+  out.model = out.moe ? tiny_moe() : tiny_gpt();
+  gen::ParallelPlan& plan = out.plan;
+  plan.tp = pick({1, 2, 4});
+  plan.pp = pick({1, 2, 4});
+  plan.dp = pick({1, 2, 4});
+  plan.cp = pick({1, 1, 2});
+  plan.ep = out.moe ? pick({1, 2}) : 1;
+  plan.sp = plan.tp > 1 && pick({0, 1}) == 1;
+  plan.zero = pick({0, 1, 2, 3});
+  plan.recompute = pick({0, 0, 1}) == 1;
+  if (plan.pp > 1 && pick({0, 1}) == 1) {
+    plan.schedule = gen::PipelineSchedule::kInterleaved;
+    plan.virtual_stages = 2;
+  }
+  plan.micro_batch = pick({1, 2});
+  plan.global_batch = plan.micro_batch * plan.dp * pick({1, 2, 4, 8});
+  plan.bucket_bytes = pick({0, 0, 65536});
+  return out;
 }
 
 inline gen::ParallelPlan plan_of(uint32_t dp, uint32_t tp, uint32_t pp, uint64_t global_batch,

@@ -67,6 +67,16 @@ void expect_same_traces(const BuiltTraces& renamed, const BuiltTraces& whole) {
   }
 }
 
+// The set of every rank's own program (build_trace_set without a renaming).
+template <typename Generator>
+Expected<BuiltTraces> built_rank_by_rank(const Generator& generator,
+                                         const std::vector<std::vector<uint32_t>>& groups,
+                                         const RankFileOptions& options) {
+  return build_trace_set(
+      generator.ranks(), "w", options,
+      [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); }, groups);
+}
+
 void expect_same_sets(const TransformerModel& model, const ParallelPlan& plan) {
   SCOPED_TRACE(describe(plan));
   Expected<LlmGenerator> generator = LlmGenerator::create(model, plan);
@@ -79,9 +89,7 @@ void expect_same_sets(const TransformerModel& model, const ParallelPlan& plan) {
   for (uint32_t id = 1; id <= generator->groups().count(); ++id) {
     groups.push_back(generator->groups().members(id));
   }
-  Expected<BuiltTraces> whole = build_trace_set(
-      generator->ranks(), "w", options,
-      [&](uint32_t rank) -> Expected<RankProgram> { return generator->build(rank); }, groups);
+  Expected<BuiltTraces> whole = built_rank_by_rank(*generator, groups, options);
   ASSERT_TRUE(whole) << whole.error().message();
   expect_same_traces(*renamed, *whole);
 }
@@ -112,30 +120,11 @@ TEST(LlmClasses, every_rank_is_its_stage_representative_renamed) {
 
 TEST(LlmClasses, random_plans_are_the_same_renamed_as_built_rank_by_rank) {
   std::mt19937_64 rng(2026);
-  auto pick = [&](std::initializer_list<uint32_t> values) {
-    std::vector<uint32_t> list(values);
-    return list[std::uniform_int_distribution<size_t>(0, list.size() - 1)(rng)];
-  };
   size_t accepted = 0;
   for (int draw = 0; draw < 400 && accepted < 20; ++draw) {
-    const bool expert = pick({0, 0, 1}) == 1;
-    const TransformerModel model = expert ? tiny_moe() : tiny_gpt();
-    ParallelPlan plan;
-    plan.tp = pick({1, 2, 4});
-    plan.pp = pick({1, 2, 4});
-    plan.dp = pick({1, 2, 4});
-    plan.cp = pick({1, 1, 2});
-    plan.ep = expert ? pick({1, 2}) : 1;
-    plan.sp = plan.tp > 1 && pick({0, 1}) == 1;
-    plan.zero = pick({0, 1, 2, 3});
-    plan.recompute = pick({0, 0, 1}) == 1;
-    if (plan.pp > 1 && pick({0, 1}) == 1) {
-      plan.schedule = PipelineSchedule::kInterleaved;
-      plan.virtual_stages = 2;
-    }
-    plan.micro_batch = pick({1, 2});
-    plan.global_batch = plan.micro_batch * plan.dp * pick({2, 4, 8});
-    plan.bucket_bytes = pick({0, 0, 65536});
+    test::RandomPlan drawn = test::random_plan(rng);
+    const TransformerModel& model = drawn.model;
+    ParallelPlan& plan = drawn.plan;
     if (plan.ranks() > 32 || !validate_plan(model, plan)) continue;
     expect_same_sets(model, plan);
     if (HasFatalFailure()) return;
@@ -182,10 +171,7 @@ TEST(InferenceClasses, every_rank_is_its_stage_representative_renamed) {
     RankFileOptions options;
     Expected<BuiltTraces> renamed = build_inference_traces(*generator, "w", options);
     ASSERT_TRUE(renamed) << renamed.error().message();
-    Expected<BuiltTraces> whole = build_trace_set(
-        generator->ranks(), "w", options,
-        [&](uint32_t rank) -> Expected<RankProgram> { return generator->build(rank); },
-        generator->groups());
+    Expected<BuiltTraces> whole = built_rank_by_rank(*generator, generator->groups(), options);
     ASSERT_TRUE(whole) << whole.error().message();
     expect_same_traces(*renamed, *whole);
   }

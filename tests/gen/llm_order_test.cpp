@@ -288,32 +288,14 @@ TEST(LlmOrder, interleaved_and_1f1b_pipelines_with_every_zero_stage_have_no_cycl
 
 TEST(LlmOrder, random_plans_give_every_group_one_order_on_every_member) {
   std::mt19937_64 rng(17);
-  auto pick = [&](std::initializer_list<uint32_t> values) {
-    std::vector<uint32_t> list(values);
-    return list[std::uniform_int_distribution<size_t>(0, list.size() - 1)(rng)];
-  };
   size_t accepted = 0;
   size_t interleaved = 0;
   size_t moe = 0;
   for (int draw = 0; draw < 200 && accepted < 24; ++draw) {
-    const bool expert = pick({0, 0, 1}) == 1;
-    const TransformerModel model = expert ? tiny_moe() : tiny_gpt();
-    ParallelPlan plan;
-    plan.tp = pick({1, 2, 4});
-    plan.pp = pick({1, 2, 4});
-    plan.dp = pick({1, 2, 4});
-    plan.cp = pick({1, 1, 2});
-    plan.ep = expert ? pick({1, 2}) : 1;
-    plan.sp = plan.tp > 1 && pick({0, 1}) == 1;
-    plan.zero = pick({0, 1, 2, 3});
-    plan.recompute = pick({0, 0, 1}) == 1;
-    if (plan.pp > 1 && pick({0, 1}) == 1) {
-      plan.schedule = PipelineSchedule::kInterleaved;
-      plan.virtual_stages = 2;
-    }
-    plan.micro_batch = pick({1, 2});
-    plan.global_batch = plan.micro_batch * plan.dp * pick({1, 2, 4, 8});
-    plan.bucket_bytes = pick({0, 0, 65536});
+    const test::RandomPlan drawn = test::random_plan(rng);
+    const TransformerModel& model = drawn.model;
+    const ParallelPlan& plan = drawn.plan;
+    const bool expert = drawn.moe;
     if (plan.ranks() > 32) continue;
     if (!expect_consistent_order(model, plan)) continue;
     ++accepted;
