@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rank classes against full simulation on issue #19's training steps: for each case, `orrery run`
-# by default (rank classes / symmetric fast path) and with --fast-path off, wall and CPU time
+# by default (rank classes / symmetric fast path) on the rank files and on the `gen --classes`
+# files (a file per class and a rank map), and with --fast-path off, wall and CPU time
 # (user + sys) and peak RSS (GNU time), events, classes, and whether the two outputs are identical
 # (bench/compare_modes.py). Usage: bench/classes.sh [build-dir] [case ...]
 # Cases: 6.7b_tp8_dp8 175b_tp8_pp4_dp2 175b_tp8_pp4_dp8 175b_tp8_pp4_dp32 example (default: all).
@@ -48,6 +49,8 @@ run_case() {  # name gen-args...
   local dir=$work/$name
   mkdir -p "$dir"
   "$orrery" gen llm "$@" -o "$dir/w" > /dev/null
+  mkdir -p "$dir/c"
+  "$orrery" gen llm "$@" --classes -o "$dir/c/w" > /dev/null
   local ranks sys net
   ranks=$(ls "$dir" | grep -c '^w\.[0-9]*\.et$')
   if [ "$name" = example ]; then
@@ -58,10 +61,12 @@ run_case() {  # name gen-args...
     net=$dir/net.yml
     network "$net" "$ranks"
   fi
-  echo "$name: $ranks ranks, trace files $(du -sh "$dir" | cut -f1)"
+  echo "$name: $ranks ranks, rank files $(du -sh --exclude=c "$dir" | cut -f1), class files $(du -sh "$dir/c" | cut -f1)"
   measure classes "$dir/classes.json" -w "$dir/w" -g "$dir/w.json" -s "$sys" -n "$net"
+  measure by-class "$dir/by_class.json" -w "$dir/c/w" -g "$dir/c/w.json" -s "$sys" -n "$net"
   measure full "$dir/full.json" -w "$dir/w" -g "$dir/w.json" -s "$sys" -n "$net" --fast-path off
-  echo "  $(/usr/bin/python3 "$here/compare_modes.py" "$dir/classes.json" "$dir/full.json" | tail -1)"
+  echo "  classes vs full: $(/usr/bin/python3 "$here/compare_modes.py" "$dir/classes.json" "$dir/full.json" | tail -1)"
+  echo "  class files vs full: $(/usr/bin/python3 "$here/compare_modes.py" "$dir/by_class.json" "$dir/full.json" | tail -1)"
   rm -rf "$dir"
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "chakra/rank_map.h"
 #include "chakra/trace_file.h"
 #include "chakra/trace_set_loader.h"
 #include "core/parallel.h"
@@ -60,6 +61,13 @@ Expected<TraceFiles> resolve_rank_files(const std::string& target,
     }
   }
   if (ranks.empty()) {
+    if (fs::is_regular_file(rank_map_path(target), error)) {
+      return Error::make(ErrorKind::kIo,
+                         "{}: the prefix holds a rank map ({}) and no rank files; orrery run and "
+                         "the Python module read it, other tools take one class file at a time "
+                         "({})",
+                         target, rank_map_path(target), class_trace_path(target, 0));
+    }
     return Error::make(ErrorKind::kIo,
                        "{}: no such file, and no rank files {}.0{}, {}.1{}, ... beside it", target,
                        target, suffixes.front(), target, suffixes.front());
@@ -95,8 +103,96 @@ TraceSet::Entry TraceSet::make_entry(TraceGraph graph, const Entry* base) {
   return entry;
 }
 
+Expected<std::shared_ptr<const TraceSet>> TraceSet::load_classes(const std::string& target,
+                                                                 const std::string& map_path,
+                                                                 const TraceSetOptions& options) {
+  Expected<RankMap> map = read_rank_map(map_path);
+  if (!map) return map.error();
+  auto set = std::make_shared<TraceSet>();
+  set->name_ = target;
+  set->uniform_ = options.uniform;
+  size_t count = map->ranks.size();
+  if (options.uniform) {
+    count = 1;
+  } else if (count > options.max_ranks) {
+    set->ranks_left_out_ = static_cast<uint32_t>(count - options.max_ranks);
+    count = options.max_ranks;
+  }
+  // The class traces the kept ranks run, each parsed and validated once.
+  const fs::path folder = fs::path(map_path).parent_path();
+  std::vector<uint32_t> entry_of_class(map->classes.size(), UINT32_MAX);
+  std::vector<uint32_t> used;
+  for (size_t r = 0; r < count; ++r) {
+    const uint32_t k = map->ranks[r].trace;
+    if (entry_of_class[k] == UINT32_MAX) {
+      entry_of_class[k] = static_cast<uint32_t>(used.size());
+      used.push_back(k);
+    }
+  }
+  auto class_path = [&](uint32_t k) {
+    const fs::path file(map->classes[k]);
+    return (file.is_absolute() ? file : folder / file).string();
+  };
+  std::vector<std::optional<Entry>> classes(used.size());
+  std::vector<std::vector<NodeIndex>> candidates(used.size());
+  std::vector<std::optional<Error>> errors(used.size());
+  parallel_for(used.size(), options.threads, [&](size_t index) {
+    Expected<TraceGraph> graph = load_trace(class_path(used[index]));
+    if (!graph) {
+      errors[index] =
+          graph.error().with_context(fmt::format("{}: class {}", map_path, used[index]));
+      return;
+    }
+    candidates[index] = graph->renamable_nodes();
+    classes[index] = make_entry(std::move(*graph));
+  });
+  for (const std::optional<Error>& error : errors) {
+    if (error) return *error;
+  }
+  // Every rank: its class's graph renamed, validated by the nodes the renaming changed.
+  std::vector<std::optional<Entry>> renamed(count);
+  parallel_for(count, options.threads, [&](size_t r) {
+    const RankMap::Rank& rank = map->ranks[r];
+    if (rank.rename.peers.empty() && rank.rename.groups.empty()) return;
+    const uint32_t index = entry_of_class[rank.trace];
+    TraceGraph graph =
+        TraceGraph::renamed_from(classes[index]->graph, rank.rename, candidates[index]);
+    if (graph.patched_count() == 0) return;
+    graph.set_source(fmt::format("{} as rank {}", class_path(rank.trace), r));
+    renamed[r] = make_entry(std::move(graph), &*classes[index]);
+  });
+  set->graphs_.reserve(used.size() + count);
+  for (std::optional<Entry>& entry : classes) set->graphs_.push_back(std::move(*entry));
+  set->rank_graph_.resize(count);
+  set->paths_.resize(count);
+  for (size_t r = 0; r < count; ++r) {
+    set->paths_[r] = class_path(map->ranks[r].trace);
+    if (!renamed[r]) {
+      set->rank_graph_[r] = entry_of_class[map->ranks[r].trace];
+      continue;
+    }
+    set->rank_graph_[r] = static_cast<uint32_t>(set->graphs_.size());
+    set->graphs_.push_back(std::move(*renamed[r]));
+  }
+  return std::shared_ptr<const TraceSet>(std::move(set));
+}
+
 Expected<std::shared_ptr<const TraceSet>> TraceSet::load(const std::string& target,
                                                          const TraceSetOptions& options) {
+  std::error_code ec;
+  if (const std::string map_path = rank_map_path(target);
+      !fs::is_regular_file(target, ec) && fs::is_regular_file(map_path, ec)) {
+    for (const char* suffix : {".et", ".et.gz"}) {
+      const std::string rank0 = fmt::format("{}.0{}", target, suffix);
+      if (fs::exists(rank0, ec)) {
+        return Error::make(ErrorKind::kIo,
+                           "{}: both rank files ({}) and a rank map ({}) are there: remove the "
+                           "form you do not mean",
+                           target, rank0, map_path);
+      }
+    }
+    return load_classes(target, map_path, options);
+  }
   Expected<TraceFiles> files = resolve_trace_files(target);
   if (!files) return files.error();
   auto set = std::make_shared<TraceSet>();

@@ -52,6 +52,10 @@ class TraceSet {
  public:
   // Reads `target` (a file or a prefix, as resolve_trace_files). Files byte-identical to rank 0's
   // share its graph. Errors: a missing rank, a file that does not decode (its path and record).
+  // A prefix with a rank map (`<prefix>.ranks.json`, chakra/rank_map.h) and no rank files is
+  // read as its class traces, each rank's renamed from its class's: every class file is parsed
+  // and validated once, a rank costs the nodes its renaming changes. Both forms under one prefix
+  // are refused (which one was meant is not known).
   static Expected<std::shared_ptr<const TraceSet>> load(const std::string& target,
                                                         const TraceSetOptions& options = {});
   // A trace set of graphs built in memory (finished TraceGraphs). `rank_graph[r]` is the graph
@@ -93,6 +97,10 @@ class TraceSet {
   // Validates `graph`. `base`, when given, is an entry whose graph shares this one's structure
   // (TraceGraph::shares_structure): then only what the graph patched is checked again.
   static Entry make_entry(TraceGraph graph, const Entry* base = nullptr);
+  // load() of a prefix with a rank map at `map_path`.
+  static Expected<std::shared_ptr<const TraceSet>> load_classes(const std::string& target,
+                                                                const std::string& map_path,
+                                                                const TraceSetOptions& options);
 
   std::string name_;
   std::vector<Entry> graphs_;

@@ -16,6 +16,7 @@
 
 #include <fmt/core.h>
 
+#include "chakra/rank_map.h"
 #include "chakra/trace_set.h"
 #include "cli/commands.h"
 #include "cli/validators.h"
@@ -65,6 +66,11 @@ int run_microbench(const MicrobenchOptions& options) {
   return 0;
 }
 
+constexpr const char* kClassesHelp =
+    "Write each class of alike ranks once (<prefix>.class.<k>.et) and a rank map "
+    "(<prefix>.ranks.json) instead of a file per rank; orrery run reads either "
+    "(docs/formats/rank-map.md)";
+
 // ---- orrery gen llm / orrery gen inference ----------------------------------------------------
 
 // Options both transformer generators share.
@@ -73,6 +79,7 @@ struct TransformerOptions {
   std::string dtype;
   std::string device_memory;
   bool gzip = false;
+  bool classes = false;
   size_t threads = 0;
   std::string output;
 };
@@ -132,8 +139,18 @@ std::string model_line(const gen::TransformerModel& model) {
 
 // Rank files an earlier run left beside the new ones would be read with them (orrery run takes
 // every contiguous rank file of a prefix, and .et before .et.gz): say so.
-void warn_stale_rank_files(const std::string& prefix, uint32_t ranks, bool gzip) {
+void warn_stale_rank_files(const std::string& prefix, uint32_t ranks, bool gzip, bool classes) {
   std::error_code ec;
+  // Both forms under one prefix are refused by the readers (chakra::TraceSet::load).
+  const std::string other = classes ? chakra::rank_trace_path(prefix, 0) + (gzip ? ".gz" : "")
+                                    : chakra::rank_map_path(prefix);
+  if (std::filesystem::exists(other, ec)) {
+    fmt::print(stderr,
+               "orrery: warning: {} is left from an earlier run; a prefix holding rank files and "
+               "a rank map is refused: remove {}\n",
+               other, classes ? "the rank files" : "it and the class files");
+  }
+  if (classes) return;
   for (const char* suffix : {"", ".gz"}) {
     const std::string next = chakra::rank_trace_path(prefix, ranks) + suffix;
     if (std::filesystem::exists(next, ec)) {
@@ -153,10 +170,21 @@ void warn_stale_rank_files(const std::string& prefix, uint32_t ranks, bool gzip)
 }
 
 void print_written(const gen::GeneratedTraces& traces, std::string_view group_summary) {
-  fmt::print("wrote {} rank file{}: {}{} ({} nodes, {})\n", format_count(traces.rank_files.size()),
-             traces.rank_files.size() == 1 ? "" : "s", traces.rank_files.front(),
-             traces.rank_files.size() == 1 ? "" : fmt::format(" .. {}", traces.rank_files.back()),
-             format_count(traces.nodes), format_bytes(traces.bytes_written));
+  if (!traces.rank_map.empty()) {
+    fmt::print("wrote {} class file{}: {}{} ({} nodes over every rank, {})\n",
+               format_count(traces.rank_files.size()), traces.rank_files.size() == 1 ? "" : "s",
+               traces.rank_files.front(),
+               traces.rank_files.size() == 1 ? "" : fmt::format(" .. {}", traces.rank_files.back()),
+               format_count(traces.nodes), format_bytes(traces.bytes_written));
+    fmt::print("wrote {}: {} ranks, each running one class file with its own peers and groups\n",
+               traces.rank_map, format_count(traces.ranks));
+  } else {
+    fmt::print("wrote {} rank file{}: {}{} ({} nodes, {})\n",
+               format_count(traces.rank_files.size()), traces.rank_files.size() == 1 ? "" : "s",
+               traces.rank_files.front(),
+               traces.rank_files.size() == 1 ? "" : fmt::format(" .. {}", traces.rank_files.back()),
+               format_count(traces.nodes), format_bytes(traces.bytes_written));
+  }
   fmt::print("wrote {}: {} communicator group{}{}\n", traces.group_file,
              format_count(traces.groups), traces.groups == 1 ? "" : "s", group_summary);
 }
@@ -283,6 +311,7 @@ int run_llm(const LlmOptions& options) {
 
   gen::RankFileOptions files;
   files.gzip = options.common.gzip;
+  files.classes = options.common.classes;
   files.threads = options.common.threads;
   files.generator = "orrery gen llm";
   Expected<gen::GeneratedTraces> traces =
@@ -300,7 +329,8 @@ int run_llm(const LlmOptions& options) {
   }
   if (!kinds.empty()) kinds += ")";
   print_written(*traces, kinds);
-  warn_stale_rank_files(options.common.output, generator->ranks(), options.common.gzip);
+  warn_stale_rank_files(options.common.output, generator->ranks(), options.common.gzip,
+                        options.common.classes);
   const bool gpt_style = !model->is_moe() && model->mlp == gen::MlpKind::kGelu &&
                          model->ffn == 4ULL * model->hidden && model->kv_heads == model->heads;
   std::string reference;
@@ -369,13 +399,15 @@ int run_inference(const InferenceOptions& options) {
       p.micro_batches > 1 ? fmt::format(" in {} micro-batches", p.micro_batches) : "");
   gen::RankFileOptions files;
   files.gzip = options.common.gzip;
+  files.classes = options.common.classes;
   files.threads = options.common.threads;
   files.generator = "orrery gen inference";
   Expected<gen::GeneratedTraces> traces =
       gen::write_inference_traces(*generator, options.common.output, files);
   if (!traces) return report_error(traces.error());
   print_written(*traces, traces->groups > 0 ? " (tensor)" : "");
-  warn_stale_rank_files(options.common.output, generator->ranks(), options.common.gzip);
+  warn_stale_rank_files(options.common.output, generator->ranks(), options.common.gzip,
+                        options.common.classes);
   fmt::print("FLOPs: {}\n", flops_text(static_cast<double>(traces->flops)));
   print_memory(gen::estimate_inference_memory(*model, p), *capacity, options.common.device_memory,
                MemoryTable::kInference);
@@ -390,6 +422,7 @@ void add_transformer_options(CLI::App& command, TransformerOptions& options) {
                      "Accelerator memory per rank (e.g. 80GiB): warn when the estimate exceeds it");
   command.add_flag("--gzip", options.gzip,
                    "Write gzip-compressed rank files (<prefix>.<rank>.et.gz)");
+  command.add_flag("--classes", options.classes, kClassesHelp);
   command.add_option("--threads", options.threads, "Threads writing rank files (0: one per core)");
   command.add_option("-o,--output", options.output,
                      "Output prefix: <prefix>.<rank>.et and the communicator groups <prefix>.json");
@@ -474,6 +507,7 @@ struct DlrmOptions {
   std::string dtype;
   std::string device_memory;
   bool gzip = false;
+  bool classes = false;
   size_t threads = 0;
   std::string output;
 };
@@ -685,12 +719,13 @@ int run_dlrm(const DlrmOptions& given) {
   }
   gen::RankFileOptions files;
   files.gzip = options.gzip;
+  files.classes = options.classes;
   files.threads = options.threads;
   files.generator = "orrery gen dlrm";
   Expected<gen::GeneratedTraces> traces = gen::write_dlrm_traces(*generator, options.output, files);
   if (!traces) return report_error(traces.error());
   print_written(*traces, traces->groups > 0 ? " (every rank)" : "");
-  warn_stale_rank_files(options.output, generator->ranks(), options.gzip);
+  warn_stale_rank_files(options.output, generator->ranks(), options.gzip, options.classes);
   fmt::print("FLOPs per iteration: {}\n", flops_text(static_cast<double>(traces->flops)));
   print_memory(gen::estimate_dlrm_memory(m, plan), *capacity, options.device_memory,
                MemoryTable::kDlrm);
@@ -734,6 +769,7 @@ void add_dlrm_command(CLI::App& gen, int& exit_code) {
                    "Accelerator memory per rank (e.g. 80GiB): warn when the estimate exceeds it");
   dlrm->add_flag("--gzip", options->gzip,
                  "Write gzip-compressed rank files (<prefix>.<rank>.et.gz)");
+  dlrm->add_flag("--classes", options->classes, kClassesHelp);
   dlrm->add_option("--threads", options->threads, "Threads writing rank files (0: one per core)");
   dlrm->add_option("-o,--output", options->output,
                    "Output prefix: <prefix>.<rank>.et and the communicator groups <prefix>.json");

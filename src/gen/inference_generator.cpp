@@ -314,7 +314,7 @@ Expected<GeneratedTraces> write_inference_traces(const InferenceGenerator& gener
   return write_trace_set(
       generator.ranks(), prefix, options,
       [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
-      generator.groups());
+      generator.groups(), [&](uint32_t rank) { return generator.renaming(rank); });
 }
 
 Expected<BuiltTraces> build_inference_traces(const InferenceGenerator& generator,

@@ -581,7 +581,7 @@ Expected<GeneratedTraces> write_llm_traces(const LlmGenerator& generator, const 
   return write_trace_set(
       generator.ranks(), prefix, options,
       [&](uint32_t rank) -> Expected<RankProgram> { return generator.build(rank); },
-      group_list(generator));
+      group_list(generator), [&](uint32_t rank) { return generator.renaming(rank); });
 }
 
 Expected<BuiltTraces> build_llm_traces(const LlmGenerator& generator, const std::string& name,

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "chakra/rank_map.h"
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
 #include "chakra/trace_set_loader.h"
@@ -253,8 +254,10 @@ ChakraProtoMsg::GlobalMetadata rank_metadata(const RankFileOptions& options) {
 
 }  // namespace
 
-Expected<RankFiles> write_rank_files(uint32_t ranks, const std::string& prefix,
-                                     const RankFileOptions& options, const ProgramBuilder& build) {
+namespace {
+
+// Creates the folder `prefix` is in (rank files are written as <prefix>.<rank>.et).
+Status make_prefix_folder(const std::string& prefix) {
   if (prefix.empty()) {
     return Error::make(ErrorKind::kInvalidArgument,
                        "empty output prefix (rank files are written as <prefix>.<rank>.et)");
@@ -268,6 +271,27 @@ Expected<RankFiles> write_rank_files(uint32_t ranks, const std::string& prefix,
                          ec.message());
     }
   }
+  return Status::ok();
+}
+
+// Writes `program` to `path`; the record bytes written.
+Expected<uint64_t> write_program(const std::string& path,
+                                 const ChakraProtoMsg::GlobalMetadata& metadata,
+                                 const RankProgram& program) {
+  Expected<chakra::TraceWriter> writer = chakra::TraceWriter::create(path, metadata);
+  if (!writer) return writer.error();
+  Status status =
+      program.emit([&](const ChakraProtoMsg::Node& node) { return writer->write(node); });
+  if (status) status = writer->close();
+  if (!status) return status.error();
+  return writer->bytes_written();
+}
+
+}  // namespace
+
+Expected<RankFiles> write_rank_files(uint32_t ranks, const std::string& prefix,
+                                     const RankFileOptions& options, const ProgramBuilder& build) {
+  if (Status status = make_prefix_folder(prefix); !status) return status.error();
   const ChakraProtoMsg::GlobalMetadata metadata = rank_metadata(options);
   std::vector<std::string> paths(ranks);
   std::vector<std::optional<Error>> errors(ranks);
@@ -280,19 +304,12 @@ Expected<RankFiles> write_rank_files(uint32_t ranks, const std::string& prefix,
       errors[index] = program.error();
       return;
     }
-    Expected<chakra::TraceWriter> writer = chakra::TraceWriter::create(path, metadata);
-    if (!writer) {
-      errors[index] = writer.error();
+    Expected<uint64_t> bytes = write_program(path, metadata, *program);
+    if (!bytes) {
+      errors[index] = bytes.error();
       return;
     }
-    Status status =
-        program->emit([&](const ChakraProtoMsg::Node& node) { return writer->write(node); });
-    if (status) status = writer->close();
-    if (!status) {
-      errors[index] = status.error();
-      return;
-    }
-    totals[index] = {program->size(), program->total_flops(), writer->bytes_written()};
+    totals[index] = {program->size(), program->total_flops(), *bytes};
     paths[index] = std::move(path);
   });
   for (const std::optional<Error>& error : errors) {
@@ -326,17 +343,158 @@ Status write_comm_groups(const std::string& path,
   return Status::ok();
 }
 
+namespace {
+
+// Each rank's representative, when no generator names them: the first rank whose program
+// serializes to the same bytes. Programs are built a chunk of ranks at a time, in parallel, and
+// only the representatives' bytes are kept, so memory stays one chunk plus the classes.
+Expected<std::vector<RankRenaming>> identical_programs(uint32_t ranks,
+                                                       const RankFileOptions& options,
+                                                       const ProgramBuilder& build) {
+  std::vector<RankRenaming> renamings(ranks);
+  std::unordered_multimap<size_t, std::pair<uint32_t, std::string>> classes;  // hash -> rank, bytes
+  const size_t chunk = std::max<size_t>(8, 4 * (options.threads == 0 ? 2 : options.threads));
+  std::vector<std::string> bytes(chunk);
+  std::vector<std::optional<Error>> errors(chunk);
+  for (size_t first = 0; first < ranks; first += chunk) {
+    const size_t count = std::min<size_t>(chunk, ranks - first);
+    parallel_for(count, options.threads, [&](size_t k) {
+      bytes[k].clear();
+      errors[k].reset();
+      Expected<RankProgram> program = build(static_cast<uint32_t>(first + k));
+      if (!program) {
+        errors[k] = program.error();
+        return;
+      }
+      std::string record;
+      Status status = program->emit([&](const ChakraProtoMsg::Node& node) {
+        record.clear();
+        node.SerializeToString(&record);
+        bytes[k] += fmt::format("{}:", record.size());
+        bytes[k] += record;
+        return Status::ok();
+      });
+      if (!status) errors[k] = status.error();
+    });
+    for (size_t k = 0; k < count; ++k) {
+      if (errors[k]) return *errors[k];
+      const auto rank = static_cast<uint32_t>(first + k);
+      const size_t hash = std::hash<std::string>{}(bytes[k]);
+      uint32_t representative = rank;
+      const auto [begin, end] = classes.equal_range(hash);
+      for (auto it = begin; it != end; ++it) {
+        if (it->second.second == bytes[k]) representative = it->second.first;
+      }
+      if (representative == rank) classes.emplace(hash, std::make_pair(rank, std::move(bytes[k])));
+      renamings[rank].representative = representative;
+    }
+  }
+  return renamings;
+}
+
+Expected<GeneratedTraces> write_class_trace_set(uint32_t ranks, const std::string& prefix,
+                                                const RankFileOptions& options,
+                                                const ProgramBuilder& build,
+                                                const RenamingOf& renaming_of) {
+  if (Status status = make_prefix_folder(prefix); !status) return status.error();
+  std::vector<RankRenaming> renamings(ranks);
+  if (renaming_of) {
+    for (uint32_t rank = 0; rank < ranks; ++rank) renamings[rank] = renaming_of(rank);
+  } else {
+    Expected<std::vector<RankRenaming>> identical = identical_programs(ranks, options, build);
+    if (!identical) return identical.error();
+    renamings = std::move(*identical);
+  }
+  std::vector<uint32_t> representatives;
+  std::vector<uint32_t> class_of(ranks, UINT32_MAX);
+  for (uint32_t rank = 0; rank < ranks; ++rank) {
+    assert(renamings[renamings[rank].representative].representative ==
+               renamings[rank].representative &&
+           "a representative is its own");
+    if (renamings[rank].representative == rank) {
+      class_of[rank] = static_cast<uint32_t>(representatives.size());
+      representatives.push_back(rank);
+    }
+  }
+  const ChakraProtoMsg::GlobalMetadata metadata = rank_metadata(options);
+  std::vector<std::string> paths(representatives.size());
+  std::vector<std::optional<Error>> errors(representatives.size());
+  std::vector<std::array<uint64_t, 3>> totals(representatives.size());  // nodes, flops, bytes
+  parallel_for(representatives.size(), options.threads, [&](size_t k) {
+    std::string path = chakra::class_trace_path(prefix, k) + (options.gzip ? ".gz" : "");
+    Expected<RankProgram> program = build(representatives[k]);
+    if (!program) {
+      errors[k] = program.error();
+      return;
+    }
+    Expected<uint64_t> bytes = write_program(path, metadata, *program);
+    if (!bytes) {
+      errors[k] = bytes.error();
+      return;
+    }
+    totals[k] = {program->size(), program->total_flops(), *bytes};
+    paths[k] = std::move(path);
+  });
+  for (const std::optional<Error>& error : errors) {
+    if (error) return *error;
+  }
+  GeneratedTraces traces;
+  traces.ranks = ranks;
+  chakra::RankMap map;
+  for (const std::string& path : paths) {
+    map.classes.push_back(std::filesystem::path(path).filename().string());
+  }
+  map.ranks.resize(ranks);
+  for (uint32_t rank = 0; rank < ranks; ++rank) {
+    const RankRenaming& renaming = renamings[rank];
+    const uint32_t k = class_of[renaming.representative];
+    chakra::RankMap::Rank& entry = map.ranks[rank];
+    entry.trace = k;
+    traces.nodes += totals[k][0];
+    traces.flops += totals[k][1];
+    if (renaming.representative == rank) continue;
+    for (const auto& [from, to] : renaming.peers) {
+      if (from != to) entry.rename.peers.emplace_back(from, to);
+    }
+    for (const auto& [from, to] : renaming.groups) {
+      if (from != 0 && from != to) {
+        entry.rename.groups.emplace_back(std::to_string(from), std::to_string(to));
+      }
+    }
+    // The strings sort otherwise than the numbers.
+    std::sort(entry.rename.groups.begin(), entry.rename.groups.end());
+  }
+  for (const auto& one : totals) traces.bytes_written += one[2];
+  traces.rank_map = chakra::rank_map_path(prefix);
+  if (Status status = chakra::write_rank_map(traces.rank_map, map); !status) {
+    return status.error();
+  }
+  traces.rank_files = std::move(paths);
+  return traces;
+}
+
+}  // namespace
+
 Expected<GeneratedTraces> write_trace_set(uint32_t ranks, const std::string& prefix,
                                           const RankFileOptions& options,
                                           const ProgramBuilder& build,
-                                          const std::vector<std::vector<uint32_t>>& groups) {
-  Expected<RankFiles> files = write_rank_files(ranks, prefix, options, build);
-  if (!files) return files.error();
+                                          const std::vector<std::vector<uint32_t>>& groups,
+                                          const RenamingOf& renaming_of) {
   GeneratedTraces traces;
-  traces.rank_files = std::move(files->paths);
-  traces.nodes = files->nodes;
-  traces.flops = files->flops;
-  traces.bytes_written = files->bytes;
+  if (options.classes) {
+    Expected<GeneratedTraces> written =
+        write_class_trace_set(ranks, prefix, options, build, renaming_of);
+    if (!written) return written.error();
+    traces = std::move(*written);
+  } else {
+    Expected<RankFiles> files = write_rank_files(ranks, prefix, options, build);
+    if (!files) return files.error();
+    traces.ranks = ranks;
+    traces.rank_files = std::move(files->paths);
+    traces.nodes = files->nodes;
+    traces.flops = files->flops;
+    traces.bytes_written = files->bytes;
+  }
   traces.group_file = prefix + ".json";
   traces.groups = groups.size();
   if (Status status = write_comm_groups(traces.group_file, groups); !status) return status.error();

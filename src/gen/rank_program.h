@@ -112,7 +112,9 @@ class RankProgram {
 using ProgramBuilder = std::function<Expected<RankProgram>(uint32_t rank)>;
 
 struct RankFileOptions {
-  bool gzip = false;      // write <prefix>.<rank>.et.gz
+  bool gzip = false;  // write <prefix>.<rank>.et.gz
+  // write_trace_set: one file per class of alike ranks and a rank map (chakra/rank_map.h)
+  bool classes = false;
   size_t threads = 0;     // 0 = one per core
   std::string generator;  // recorded in each file's GlobalMetadata ("orrery gen llm ...")
 };
@@ -134,28 +136,14 @@ Status write_comm_groups(const std::string& path, const std::vector<std::vector<
 
 // What a generator wrote: a whole trace set.
 struct GeneratedTraces {
-  std::vector<std::string> rank_files;
+  std::vector<std::string> rank_files;  // by rank; with classes, by class
+  std::string rank_map;                 // with classes: <prefix>.ranks.json
+  uint32_t ranks = 0;
   std::string group_file;
   size_t groups = 0;
   uint64_t nodes = 0;  // over all ranks
   uint64_t flops = 0;  // num_ops over all ranks
   uint64_t bytes_written = 0;
-};
-
-// write_rank_files() for every rank, then `groups` to <prefix>.json: what every `orrery gen`
-// generator writes.
-Expected<GeneratedTraces> write_trace_set(uint32_t ranks, const std::string& prefix,
-                                          const RankFileOptions& options,
-                                          const ProgramBuilder& build,
-                                          const std::vector<std::vector<uint32_t>>& groups);
-
-// A generated trace set held in memory: what write_trace_set would write, node for node, without
-// a file. Ranks whose programs are identical share one graph.
-struct BuiltTraces {
-  std::shared_ptr<const chakra::TraceSet> traces;
-  std::shared_ptr<const chakra::CommGroups> groups;  // group i + 1 = groups[i]
-  uint64_t nodes = 0;                                // over all ranks
-  uint64_t flops = 0;                                // num_ops over all ranks
 };
 
 // A rank whose program is another's (its representative's) with peers and group ids renamed, as
@@ -167,6 +155,26 @@ struct RankRenaming {
   std::vector<std::pair<uint32_t, uint32_t>> groups;
 };
 using RenamingOf = std::function<RankRenaming(uint32_t rank)>;
+
+// write_rank_files() for every rank, then `groups` to <prefix>.json: what every `orrery gen`
+// generator writes. With options.classes, each class of alike ranks is written once
+// (<prefix>.class.<k>.et, k in order of the classes' first ranks) with <prefix>.ranks.json: the
+// classes are the representatives of `renaming_of` or, without one, ranks whose programs are
+// identical. Read back (chakra::TraceSet::load), every rank's graph is the one its own file gives.
+Expected<GeneratedTraces> write_trace_set(uint32_t ranks, const std::string& prefix,
+                                          const RankFileOptions& options,
+                                          const ProgramBuilder& build,
+                                          const std::vector<std::vector<uint32_t>>& groups,
+                                          const RenamingOf& renaming_of = {});
+
+// A generated trace set held in memory: what write_trace_set would write, node for node, without
+// a file. Ranks whose programs are identical share one graph.
+struct BuiltTraces {
+  std::shared_ptr<const chakra::TraceSet> traces;
+  std::shared_ptr<const chakra::CommGroups> groups;  // group i + 1 = groups[i]
+  uint64_t nodes = 0;                                // over all ranks
+  uint64_t flops = 0;                                // num_ops over all ranks
+};
 
 // Builds every rank's program in parallel (options.threads; gzip is ignored) into graphs named
 // "<name> rank <r>", and `groups` as communicator groups. The first error in rank order.

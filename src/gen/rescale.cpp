@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "chakra/comm_groups.h"
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
 #include "core/parallel.h"
 #include "gen/rank_program.h"
-#include "chakra/comm_groups.h"
 
 namespace orrery::gen {
 

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "chakra/trace_builder.h"
 #include "e2e/run_command.h"
@@ -96,6 +99,82 @@ TEST(GenLlmCli, generated_traces_validate_and_run) {
   const CommandResult run = run_orrery({"run", "-q", "-w", prefix, "-g", prefix + ".json", "-s",
                                         dir.file("sys.json"), "-n", dir.file("net.yml")});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+}
+
+// `gen llm --classes`: a class file per pipeline stage and a rank map, which `orrery run` reads
+// with results identical to the rank files' (every figure but the wall time); a prefix left
+// holding both forms is warned of by gen and refused by run.
+TEST(GenLlmCli, class_files_run_as_the_rank_files) {
+  TempDir dir;
+  const std::string prefix = dir.file("w");
+  const std::vector<std::string> gen = {"gen",
+                                        "llm",
+                                        "--model",
+                                        small_model(dir),
+                                        "--global-batch",
+                                        "8",
+                                        "--dp",
+                                        "2",
+                                        "--tp",
+                                        "2",
+                                        "--pp",
+                                        "2",
+                                        "--zero",
+                                        "1",
+                                        "-o",
+                                        prefix};
+  write(dir.file("sys.json"), R"({"scheduling-policy": "LIFO", "endpoint-delay": 10,
+    "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4,
+    "all-reduce-implementation": ["ring", "ring", "ring"], "all-gather-implementation": ["ring", "ring", "ring"],
+    "reduce-scatter-implementation": ["ring", "ring", "ring"], "all-to-all-implementation": ["ring", "ring", "ring"],
+    "collective-optimization": "localBWAware", "local-mem-bw": 2000, "roofline-enabled": 1, "peak-perf": 300})");
+  write(dir.file("net.yml"),
+        "topology: [ Ring, Switch, Switch ]\nnpus_count: [ 2, 2, 2 ]\nbandwidth: [ 200, 100, 50 ]\n"
+        "latency: [ 500, 500, 1000 ]\n");
+  auto run = [&](const std::string& output, const std::string& fast_path) {
+    return run_orrery({"run", "-q", "-w", prefix, "-g", prefix + ".json", "-s",
+                       dir.file("sys.json"), "-n", dir.file("net.yml"), "--fast-path", fast_path,
+                       "--output", output});
+  };
+  auto results = [&](const std::string& path) {
+    nlohmann::json doc = nlohmann::json::parse(read_whole_file(path));
+    doc["summary"].erase("wall_seconds");
+    return doc;
+  };
+  const CommandResult by_rank = run_orrery(gen);
+  ASSERT_EQ(by_rank.exit_code, 0) << by_rank.err;
+  for (const char* mode : {"auto", "off"}) {
+    ASSERT_EQ(run(dir.file(std::string("ranks-") + mode + ".json"), mode).exit_code, 0);
+  }
+
+  std::vector<std::string> classes = gen;
+  classes.push_back("--classes");
+  const CommandResult mixed = run_orrery(classes);
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_CONTAINS(mixed.err, prefix + ".0.et is left from an earlier run");
+  const CommandResult refused = run(dir.file("x.json"), "auto");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_CONTAINS(refused.err, "both rank files");
+
+  for (int rank = 0; rank < 8; ++rank)
+    std::filesystem::remove(prefix + "." + std::to_string(rank) + ".et");
+  const CommandResult by_class = run_orrery(classes);
+  ASSERT_EQ(by_class.exit_code, 0) << by_class.err;
+  EXPECT_TRUE(by_class.err.empty()) << by_class.err;
+  EXPECT_CONTAINS(by_class.out,
+                  "wrote 2 class files: " + prefix + ".class.0.et .. " + prefix + ".class.1.et");
+  EXPECT_CONTAINS(by_class.out, "wrote " + prefix + ".ranks.json: 8 ranks");
+  for (const char* mode : {"auto", "off"}) {
+    SCOPED_TRACE(mode);
+    const std::string output = dir.file(std::string("classes-") + mode + ".json");
+    const CommandResult result = run(output, mode);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(results(output), results(dir.file(std::string("ranks-") + mode + ".json")));
+  }
+  // The trace verbs read rank files; they point at the map and a class file.
+  const CommandResult inspect = run_orrery({"trace", "validate", prefix});
+  EXPECT_EQ(inspect.exit_code, 1);
+  EXPECT_CONTAINS(inspect.err, "holds a rank map");
 }
 
 TEST(GenLlmCli, gpt3_flops_agree_with_megatron_and_memory_warns_beyond_the_device) {

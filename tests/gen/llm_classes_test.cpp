@@ -7,12 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "chakra/trace_builder.h"
+#include "gen/dlrm_generator.h"
 #include "gen/gen_test_support.h"
 #include "gen/inference_generator.h"
 #include "gen/llm_generator.h"
@@ -32,11 +36,7 @@ std::string describe(const ParallelPlan& plan) {
 }
 
 // Rank for rank, node for node: a renamed set against the set of every rank's own program.
-void expect_same_traces(const BuiltTraces& renamed, const BuiltTraces& whole) {
-  EXPECT_EQ(renamed.nodes, whole.nodes);
-  EXPECT_EQ(renamed.flops, whole.flops);
-  const chakra::TraceSet& a = *renamed.traces;
-  const chakra::TraceSet& b = *whole.traces;
+void expect_same_ranks(const chakra::TraceSet& a, const chakra::TraceSet& b) {
   ASSERT_EQ(a.rank_count(), b.rank_count());
   for (uint32_t rank = 0; rank < a.rank_count(); ++rank) {
     const chakra::TraceGraph& mine = a.rank_graph(rank);
@@ -65,6 +65,12 @@ void expect_same_traces(const BuiltTraces& renamed, const BuiltTraces& whole) {
               right.passes(chakra::ValidationMode::kStrict))
         << "rank " << rank;
   }
+}
+
+void expect_same_traces(const BuiltTraces& renamed, const BuiltTraces& whole) {
+  EXPECT_EQ(renamed.nodes, whole.nodes);
+  EXPECT_EQ(renamed.flops, whole.flops);
+  expect_same_ranks(*renamed.traces, *whole.traces);
 }
 
 // The set of every rank's own program (build_trace_set without a renaming).
@@ -175,6 +181,90 @@ TEST(InferenceClasses, every_rank_is_its_stage_representative_renamed) {
     ASSERT_TRUE(whole) << whole.error().message();
     expect_same_traces(*renamed, *whole);
   }
+}
+
+// `gen --classes` files (a class file per stage and a rank map) against the rank files, both read
+// back by chakra::TraceSet::load: rank for rank the same graphs, reports and totals.
+void expect_class_files_read_as_rank_files(
+    const std::function<Expected<GeneratedTraces>(const std::string&, const RankFileOptions&)>&
+        write,
+    bool gzip, size_t classes) {
+  test::TempDir dir;
+  RankFileOptions options;
+  options.threads = 2;
+  options.gzip = gzip;
+  Expected<GeneratedTraces> ranks = write(dir.file("ranks/w"), options);
+  ASSERT_TRUE(ranks) << ranks.error().message();
+  options.classes = true;
+  Expected<GeneratedTraces> by_class = write(dir.file("classes/w"), options);
+  ASSERT_TRUE(by_class) << by_class.error().message();
+  EXPECT_EQ(by_class->rank_files.size(), classes);
+  EXPECT_EQ(by_class->rank_map, dir.file("classes/w.ranks.json"));
+  EXPECT_EQ(by_class->ranks, ranks->rank_files.size());
+  EXPECT_EQ(by_class->nodes, ranks->nodes);
+  EXPECT_EQ(by_class->flops, ranks->flops);
+  EXPECT_EQ(by_class->groups, ranks->groups);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("classes/w.0.et")));
+  Expected<std::shared_ptr<const chakra::TraceSet>> a = chakra::TraceSet::load(dir.file("ranks/w"));
+  ASSERT_TRUE(a) << a.error().message();
+  Expected<std::shared_ptr<const chakra::TraceSet>> b =
+      chakra::TraceSet::load(dir.file("classes/w"));
+  ASSERT_TRUE(b) << b.error().message();
+  expect_same_ranks(**b, **a);
+}
+
+TEST(ClassFiles, gen_llm_classes_read_back_as_its_rank_files) {
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.dp = 2;
+  plan.pp = 4;
+  plan.global_batch = 8;
+  plan.zero = 1;
+  Expected<LlmGenerator> generator = LlmGenerator::create(tiny_gpt(), plan);
+  ASSERT_TRUE(generator) << generator.error().message();
+  for (const bool gzip : {false, true}) {
+    SCOPED_TRACE(gzip ? "gzip" : "plain");
+    expect_class_files_read_as_rank_files(
+        [&](const std::string& prefix, const RankFileOptions& options) {
+          return write_llm_traces(*generator, prefix, options);
+        },
+        gzip, 4);  // one class per stage
+  }
+}
+
+TEST(ClassFiles, gen_inference_and_dlrm_classes_read_back_as_their_rank_files) {
+  InferencePlan plan;
+  plan.tp = 2;
+  plan.pp = 3;
+  plan.prompt_lengths = {64, 32};
+  plan.output_lengths = {3, 5};
+  Expected<InferenceGenerator> inference = InferenceGenerator::create(tiny_gpt(), plan);
+  ASSERT_TRUE(inference) << inference.error().message();
+  expect_class_files_read_as_rank_files(
+      [&](const std::string& prefix, const RankFileOptions& options) {
+        return write_inference_traces(*inference, prefix, options);
+      },
+      false, 3);
+  // DLRM ranks are grouped by identical programs: data-parallel MLPs with every table
+  // row-wise sharded over all ranks give one program for all of them.
+  DlrmModel model;
+  model.name = "small";
+  model.dense_features = 13;
+  model.bottom_mlp = {64, 16};
+  model.top_mlp = {64, 1};
+  model.dim = 16;
+  model.tables.assign(8, EmbeddingTable{1000, 3});
+  DlrmPlan dlrm_plan;
+  dlrm_plan.ranks = 4;
+  dlrm_plan.global_batch = 64;
+  dlrm_plan.sharding = Sharding::kRow;
+  Expected<DlrmGenerator> dlrm = DlrmGenerator::create(model, dlrm_plan);
+  ASSERT_TRUE(dlrm) << dlrm.error().message();
+  expect_class_files_read_as_rank_files(
+      [&](const std::string& prefix, const RankFileOptions& options) {
+        return write_dlrm_traces(*dlrm, prefix, options);
+      },
+      false, 1);
 }
 
 }  // namespace llm_classes_test
