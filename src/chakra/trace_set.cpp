@@ -159,7 +159,16 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load_classes(const std::stri
         TraceGraph::renamed_from(classes[index]->graph, rank.rename, candidates[index]);
     if (graph.patched_count() == 0) return;
     graph.set_source(fmt::format("{} as rank {}", class_path(rank.trace), r));
-    renamed[r] = make_entry(std::move(graph), &*classes[index]);
+    const Entry& base = *classes[index];
+    if (!base.report.diagnostics().empty()) {
+      renamed[r] = make_entry(std::move(graph), &base);
+      return;
+    }
+    // A renaming changes only comm_src and comm_dst integers, to ranks the map checked (>= 0),
+    // and pg_name strings, to strings: of a clean class trace, every check validate_trace makes
+    // says what it said of the class (structure, types, kinds and signs are kept). Its clean
+    // report is the rank's, without checking the nodes again.
+    renamed[r] = Entry{std::move(graph), base.report, base.metadata};
   });
   set->graphs_.reserve(used.size() + count);
   for (std::optional<Entry>& entry : classes) set->graphs_.push_back(std::move(*entry));

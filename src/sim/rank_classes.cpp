@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <set>
 #include <span>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -218,12 +220,14 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   }
 
   // ---- communication nodes of every distinct graph ----
+  // A graph sharing another's tables has its nodes and types: its list is the first graph's with
+  // the nodes it patched read again (a rank renamed from its stage's holds a few thousand).
   std::vector<std::vector<CommNode>> graph_comm(graph_count);
   std::vector<std::string> graph_problem(graph_count);
   bool memory_nodes = false;
   {
     std::vector<uint8_t> has_memory(graph_count, 0);
-    parallel_for(graph_count, in.threads, [&](size_t index) {
+    auto read_graph = [&](size_t index) {
       const TraceGraph& graph = traces.graph(static_cast<uint32_t>(index));
       std::vector<CommNode>& out = graph_comm[index];
       const chakra::AttributeKey dst_key = graph.key("comm_dst");
@@ -231,38 +235,36 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
       const chakra::AttributeKey tag_key = graph.key("comm_tag");
       const chakra::AttributeKey type_key = graph.key("comm_type");
       const chakra::AttributeKey pg_key = graph.key("pg_name");
+      std::unordered_map<chakra::StringId, uint32_t>
+          group_of_string;  // pg_name value -> group, cached
       auto problem = [&](NodeIndex node, std::string what) {
         if (graph_problem[index].empty()) {
           graph_problem[index] =
               fmt::format("{} node {}: {}", graph.source(), graph.id(node), what);
         }
       };
-      for (NodeIndex node = 0; node < graph.size(); ++node) {
+      // The node's entry, if it is a point-to-point node or a collective the engine runs.
+      auto entry = [&](NodeIndex node) -> std::optional<CommNode> {
         const int32_t type = graph.type(node);
-        if (type == ChakraProtoMsg::MEM_LOAD_NODE || type == ChakraProtoMsg::MEM_STORE_NODE) {
-          has_memory[index] = 1;
-          continue;
-        }
         if (type == ChakraProtoMsg::COMM_SEND_NODE || type == ChakraProtoMsg::COMM_RECV_NODE) {
           const bool send = type == ChakraProtoMsg::COMM_SEND_NODE;
           Expected<std::optional<uint64_t>> peer = graph.get_uint(node, send ? dst_key : src_key);
           Expected<int64_t> tag = graph.get_int_or(node, tag_key, 0);
           if (!peer || !peer->has_value() || **peer >= rank_count || !tag) {
             problem(node, "a point-to-point node without a valid peer or tag");
-            continue;
+            return std::nullopt;
           }
-          out.push_back({send ? CommKind::kSend : CommKind::kRecv, node,
-                         static_cast<uint32_t>(**peer), *tag});
-          continue;
+          return CommNode{send ? CommKind::kSend : CommKind::kRecv, node,
+                          static_cast<uint32_t>(**peer), *tag};
         }
-        if (type != ChakraProtoMsg::COMM_COLL_NODE) continue;
+        if (type != ChakraProtoMsg::COMM_COLL_NODE) return std::nullopt;
         Expected<std::optional<int64_t>> comm_type = graph.get_int(node, type_key);
-        if (!comm_type || !comm_type->has_value()) continue;  // host-side work, no collective
+        if (!comm_type || !comm_type->has_value()) return std::nullopt;  // host-side work
         const std::optional<sys::CollectiveType> collective =
             sys::collective_from_chakra(**comm_type);
         if (!collective) {
           problem(node, "an unknown collective");
-          continue;
+          return std::nullopt;
         }
         switch (*collective) {
           case sys::CollectiveType::kAllReduce:
@@ -273,18 +275,61 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
           default:
             problem(node,
                     fmt::format("a {} (rooted at one rank)", sys::collective_name(*collective)));
-            continue;
+            return std::nullopt;
         }
         Expected<std::optional<std::string_view>> pg = graph.get_string(node, pg_key);
+        const chakra::Attribute* value =
+            pg && pg->has_value() ? graph.find_attribute(node, pg_key.id) : nullptr;
+        if (value != nullptr) {
+          if (const auto cached = group_of_string.find(value->str);
+              cached != group_of_string.end()) {
+            return CommNode{CommKind::kCollective, node, cached->second, 0};
+          }
+        }
         const std::string name = pg && pg->has_value() ? std::string(**pg) : "";
         auto group = in.group_ids->find(name);
         if (!pg || group == in.group_ids->end()) {
           problem(node, fmt::format("pg_name '{}' names no communicator group", name));
-          continue;
+          return std::nullopt;
         }
-        out.push_back({CommKind::kCollective, node, group->second, 0});
+        if (value != nullptr) group_of_string.emplace(value->str, group->second);
+        return CommNode{CommKind::kCollective, node, group->second, 0};
+      };
+      if (first_of[index] == index) {
+        for (NodeIndex node = 0; node < graph.size(); ++node) {
+          const int32_t type = graph.type(node);
+          if (type == ChakraProtoMsg::MEM_LOAD_NODE || type == ChakraProtoMsg::MEM_STORE_NODE) {
+            has_memory[index] = 1;
+            continue;
+          }
+          if (std::optional<CommNode> comm = entry(node)) out.push_back(*comm);
+        }
+        return;
       }
-    });
+      // Types are shared: the memory nodes are the first graph's; values may differ only on the
+      // nodes this graph patched.
+      has_memory[index] = has_memory[first_of[index]];
+      if (!graph_problem[first_of[index]].empty()) {
+        graph_problem[index] = graph_problem[first_of[index]];
+        return;
+      }
+      const std::vector<CommNode>& first = graph_comm[first_of[index]];
+      out.reserve(first.size());
+      size_t k = 0;  // next entry of `first` not yet copied
+      for (size_t p = 0; p < graph.patched_count(); ++p) {
+        const NodeIndex node = graph.patched_node(p);
+        while (k < first.size() && first[k].node < node) out.push_back(first[k++]);
+        if (k < first.size() && first[k].node == node) ++k;  // read again below
+        if (std::optional<CommNode> comm = entry(node)) out.push_back(*comm);
+      }
+      out.insert(out.end(), first.begin() + static_cast<std::ptrdiff_t>(k), first.end());
+    };
+    std::vector<uint32_t> firsts, others;
+    for (uint32_t index = 0; index < graph_count; ++index) {
+      (first_of[index] == index ? firsts : others).push_back(index);
+    }
+    parallel_for(firsts.size(), in.threads, [&](size_t k) { read_graph(firsts[k]); });
+    parallel_for(others.size(), in.threads, [&](size_t k) { read_graph(others[k]); });
     for (uint32_t index = 0; index < graph_count; ++index) {
       if (!graph_problem[index].empty()) return no(graph_problem[index]);
       memory_nodes = memory_nodes || has_memory[index] != 0;
