@@ -197,7 +197,7 @@ int run(RunOptions& options) {
 
   if (!options.output.empty()) {
     std::ofstream out(options.output);
-    out << report::run_result_to_json(*result, wall).dump(1) << "\n";
+    out << report::run_result_json_text(*result, wall);
     if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", options.output));
   }
   if (!options.csv_dir.empty()) {

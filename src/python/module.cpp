@@ -551,7 +551,7 @@ PyRunOutput run_scenario(const PyScenario& scenario) {
   out.warnings.insert(out.warnings.end(), result->warnings.begin(), result->warnings.end());
   // wall_seconds: the simulation itself is what `orrery run` times too; Python reports 0 so that
   // the same inputs give the same document (docs/python.md).
-  out.json = report::run_result_to_json(*result, 0.0).dump(1) + "\n";
+  out.json = report::run_result_json_text(*result, 0.0);
   const size_t count = result->rank_results.size();
   auto column = [&](auto&& value) {
     py::array_t<int64_t> array(static_cast<py::ssize_t>(count));

@@ -1,7 +1,14 @@
 #include "report/run_report.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -17,68 +24,153 @@ double link_utilization(const net::LinkStats& link, SimTime end) {
   return end > SimTime::zero() ? link.busy.seconds() / end.seconds() : 0.0;
 }
 
-nlohmann::ordered_json rank_json(const sim::RunResult& result, size_t index) {
+// The text nlohmann::ordered_json::dump(1) gives, written as it goes: a run of 150,000
+// collectives took a second to build as a JSON tree and dump, and a fifth of that streamed.
+// Numbers and strings are rendered by nlohmann's own serializer, so the text is the same byte
+// for byte (tests/report/run_report_test.cpp compares it with a parse and dump of itself).
+class JsonText {
+ public:
+  std::string take() {
+    out_ += '\n';
+    return std::move(out_);
+  }
+  void open_object() { open('{'); }
+  void close_object() { close('}'); }
+  void open_array() { open('['); }
+  void close_array() { close(']'); }
+  // The next member of the current object; its value follows.
+  JsonText& key(std::string_view name) {
+    next();
+    string(name);
+    out_ += ": ";
+    return *this;
+  }
+  // The next element of the current array.
+  JsonText& element() {
+    next();
+    return *this;
+  }
+  template <typename T>
+  void value(const T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      out_ += v ? "true" : "false";
+    } else if constexpr (std::is_integral_v<T>) {
+      const fmt::format_int text(v);
+      out_.append(text.data(), text.size());
+    } else if constexpr (std::is_floating_point_v<T>) {
+      out_ += nlohmann::ordered_json(v).dump();
+    } else {
+      string(v);
+    }
+  }
+
+ private:
+  void string(std::string_view text) {
+    // Printable ASCII without quotes or backslashes is written as it is by nlohmann too.
+    const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+      return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+    });
+    if (!plain) {
+      out_ += nlohmann::ordered_json(text).dump();
+      return;
+    }
+    out_ += '"';
+    out_ += text;
+    out_ += '"';
+  }
+  void open(char bracket) {
+    out_ += bracket;
+    empty_.push_back(true);
+  }
+  void close(char bracket) {
+    const bool empty = empty_.back();
+    empty_.pop_back();
+    if (!empty) {
+      out_ += '\n';
+      out_.append(empty_.size(), ' ');
+    }
+    out_ += bracket;
+  }
+  void next() {
+    if (!empty_.back()) out_ += ',';
+    empty_.back() = false;
+    out_ += '\n';
+    out_.append(empty_.size(), ' ');
+  }
+  std::string out_;
+  std::vector<bool> empty_;  // per open bracket: nothing written inside yet
+};
+
+void write_rank(JsonText& out, const sim::RunResult& result, size_t index) {
   const workload::RankResult& rank = result.rank_results[index];
-  nlohmann::ordered_json out = {{"rank", rank.rank},
-                                {"finish_ns", ns(rank.finish)},
-                                {"exposed_comm_ns", ns(rank.astra_exposed_comm())},
-                                {"compute_ns", ns(rank.gpu_compute)},
-                                {"cpu_ns", ns(rank.cpu_compute)},
-                                {"comm_ns", ns(rank.comm_active)},
-                                {"comm_not_overlapped_ns", ns(rank.comm_exposed)},
-                                {"memory_ns", ns(rank.memory)},
-                                {"busy_ns", ns(rank.busy)},
-                                {"idle_ns", ns(rank.idle())},
-                                {"nodes", rank.nodes},
-                                {"collectives", rank.collectives},
-                                {"sends", rank.sends},
-                                {"recvs", rank.recvs}};
-  if (index < result.peak_memory.size()) out["peak_memory_bytes"] = result.peak_memory[index];
-  return out;
+  out.open_object();
+  out.key("rank").value(rank.rank);
+  out.key("finish_ns").value(ns(rank.finish));
+  out.key("exposed_comm_ns").value(ns(rank.astra_exposed_comm()));
+  out.key("compute_ns").value(ns(rank.gpu_compute));
+  out.key("cpu_ns").value(ns(rank.cpu_compute));
+  out.key("comm_ns").value(ns(rank.comm_active));
+  out.key("comm_not_overlapped_ns").value(ns(rank.comm_exposed));
+  out.key("memory_ns").value(ns(rank.memory));
+  out.key("busy_ns").value(ns(rank.busy));
+  out.key("idle_ns").value(ns(rank.idle()));
+  out.key("nodes").value(rank.nodes);
+  out.key("collectives").value(rank.collectives);
+  out.key("sends").value(rank.sends);
+  out.key("recvs").value(rank.recvs);
+  if (index < result.peak_memory.size())
+    out.key("peak_memory_bytes").value(result.peak_memory[index]);
+  out.close_object();
 }
 
-nlohmann::ordered_json collective_json(const sim::RunResult& result,
-                                       const sys::CollectiveRecord& record) {
+void write_collective(JsonText& out, const sim::RunResult& result,
+                      const sys::CollectiveRecord& record) {
   const SimTime duration = record.last_finish - record.first_issue;
   // Bandwidths in decimal GB/s (1e9 bytes per second), as NCCL's tests report them.
   const double algbw = duration > SimTime::zero()
                            ? static_cast<double>(record.bytes) / duration.seconds() / 1e9
                            : 0.0;
-  return {{"type", sys::collective_name(record.type)},
-          {"group", result.collective_group_names[record.group]},
-          {"sequence", record.sequence},
-          {"bytes", record.bytes},
-          {"ranks", record.ranks},
-          {"start_ns", ns(record.first_issue)},
-          {"end_ns", ns(record.last_finish)},
-          {"duration_ns", ns(duration)},
-          {"algbw_gbps", algbw},
-          {"busbw_gbps", algbw * sys::bus_bandwidth_factor(record.type, record.ranks)},
-          {"first_node", record.first_node}};
+  out.open_object();
+  out.key("type").value(sys::collective_name(record.type));
+  out.key("group").value(result.collective_group_names[record.group]);
+  out.key("sequence").value(record.sequence);
+  out.key("bytes").value(record.bytes);
+  out.key("ranks").value(record.ranks);
+  out.key("start_ns").value(ns(record.first_issue));
+  out.key("end_ns").value(ns(record.last_finish));
+  out.key("duration_ns").value(ns(duration));
+  out.key("algbw_gbps").value(algbw);
+  out.key("busbw_gbps").value(algbw * sys::bus_bandwidth_factor(record.type, record.ranks));
+  out.key("first_node").value(record.first_node);
+  out.close_object();
 }
 
-nlohmann::ordered_json link_json(const sim::RunResult& result, const net::LinkStats& link) {
-  return {{"src", link.src},
-          {"dst", link.dst},
-          {"dimension", link.dimension},
-          {"bytes", link.bytes},
-          {"busy_ns", ns(link.busy)},
-          {"utilization", link_utilization(link, result.end)},
-          {"messages", link.messages},
-          {"peak_queue", link.peak_queue}};
+void write_link(JsonText& out, const sim::RunResult& result, const net::LinkStats& link) {
+  out.open_object();
+  out.key("src").value(link.src);
+  out.key("dst").value(link.dst);
+  out.key("dimension").value(link.dimension);
+  out.key("bytes").value(link.bytes);
+  out.key("busy_ns").value(ns(link.busy));
+  out.key("utilization").value(link_utilization(link, result.end));
+  out.key("messages").value(link.messages);
+  out.key("peak_queue").value(link.peak_queue);
+  out.close_object();
 }
 
-nlohmann::ordered_json dimension_json(const sim::RunResult& result, size_t dim) {
+void write_dimension(JsonText& out, const sim::RunResult& result, size_t dim) {
   const sim::DimensionSummary& summary = result.dimensions[dim];
-  return {{"dimension", dim},
-          {"topology", summary.topology},
-          {"size", summary.size},
-          {"bandwidth_gbps", summary.bandwidth_gbps},
-          {"links", summary.links},
-          {"links_used", summary.links_used},
-          {"bytes", summary.bytes},
-          {"busy_ns", ns(summary.busy)},
-          {"utilization", summary.utilization(result.end)}};
+  out.open_object();
+  out.key("dimension").value(dim);
+  out.key("topology").value(summary.topology);
+  out.key("size").value(summary.size);
+  out.key("bandwidth_gbps").value(summary.bandwidth_gbps);
+  out.key("links").value(summary.links);
+  out.key("links_used").value(summary.links_used);
+  out.key("bytes").value(summary.bytes);
+  out.key("busy_ns").value(ns(summary.busy));
+  out.key("utilization").value(summary.utilization(result.end));
+  out.close_object();
 }
 
 // Writes `rows` (objects with the same keys) as CSV with a header from the first row's keys.
@@ -113,39 +205,58 @@ std::vector<std::string> keys_of(const nlohmann::ordered_json& object) {
 
 }  // namespace
 
-nlohmann::ordered_json run_result_to_json(const sim::RunResult& result, double wall_seconds) {
-  nlohmann::ordered_json out;
-  out["format"] = kResultFormat;
-  out["workload"] = result.workload;
-  out["network"] = result.network;
-  out["system"] = result.system;
-  out["backend"] = result.backend;
-  out["timing"] = result.rounding == net::TimeRounding::kAstraSim ? "astra-sim" : "exact";
+std::string run_result_json_text(const sim::RunResult& result, double wall_seconds) {
+  JsonText out;
+  out.open_object();
+  out.key("format").value(kResultFormat);
+  out.key("workload").value(result.workload);
+  out.key("network").value(result.network);
+  out.key("system").value(result.system);
+  out.key("backend").value(result.backend);
+  out.key("timing").value(result.rounding == net::TimeRounding::kAstraSim ? "astra-sim" : "exact");
   // Which simulation ran (sim/simulation.h): full, symmetric or classes, and why not faster.
-  out["simulation"] = {{"mode", result.mode},
-                       {"simulated_ranks", result.simulated_ranks},
-                       {"fast_path_note", result.fast_path_note}};
+  out.key("simulation").open_object();
+  out.key("mode").value(result.mode);
+  out.key("simulated_ranks").value(result.simulated_ranks);
+  out.key("fast_path_note").value(result.fast_path_note);
+  out.close_object();
   uint32_t slowest = 0;
   for (const workload::RankResult& rank : result.rank_results) {
     if (rank.finish > result.rank_results[slowest].finish) slowest = rank.rank;
   }
-  out["summary"] = {{"ranks", result.ranks},       {"simulated_ns", ns(result.end)},
-                    {"slowest_rank", slowest},     {"collectives", result.collectives.size()},
-                    {"events", result.events},     {"messages", result.messages},
-                    {"wall_seconds", wall_seconds}};
-  out["ranks"] = nlohmann::ordered_json::array();
-  for (size_t idx = 0; idx < result.rank_results.size(); ++idx)
-    out["ranks"].push_back(rank_json(result, idx));
-  out["collectives"] = nlohmann::ordered_json::array();
-  for (const sys::CollectiveRecord& record : result.collectives) {
-    out["collectives"].push_back(collective_json(result, record));
+  out.key("summary").open_object();
+  out.key("ranks").value(result.ranks);
+  out.key("simulated_ns").value(ns(result.end));
+  out.key("slowest_rank").value(slowest);
+  out.key("collectives").value(result.collectives.size());
+  out.key("events").value(result.events);
+  out.key("messages").value(result.messages);
+  out.key("wall_seconds").value(wall_seconds);
+  out.close_object();
+  out.key("ranks").open_array();
+  for (size_t idx = 0; idx < result.rank_results.size(); ++idx) {
+    write_rank(out.element(), result, idx);
   }
-  out["links"] = nlohmann::ordered_json::array();
-  for (const net::LinkStats& link : result.links) out["links"].push_back(link_json(result, link));
-  out["dimensions"] = nlohmann::ordered_json::array();
-  for (size_t dim = 0; dim < result.dimensions.size(); ++dim)
-    out["dimensions"].push_back(dimension_json(result, dim));
-  return out;
+  out.close_array();
+  out.key("collectives").open_array();
+  for (const sys::CollectiveRecord& record : result.collectives) {
+    write_collective(out.element(), result, record);
+  }
+  out.close_array();
+  out.key("links").open_array();
+  for (const net::LinkStats& link : result.links) write_link(out.element(), result, link);
+  out.close_array();
+  out.key("dimensions").open_array();
+  for (size_t dim = 0; dim < result.dimensions.size(); ++dim) {
+    write_dimension(out.element(), result, dim);
+  }
+  out.close_array();
+  out.close_object();
+  return out.take();
+}
+
+nlohmann::ordered_json run_result_to_json(const sim::RunResult& result, double wall_seconds) {
+  return nlohmann::ordered_json::parse(run_result_json_text(result, wall_seconds));
 }
 
 Status write_run_csv(const sim::RunResult& result, const std::string& dir) {

@@ -14,8 +14,12 @@ namespace orrery::report {
 
 inline constexpr const char* kResultFormat = "orrery-run/1";
 
-// Everything the run measured, in one JSON document. `wall_seconds` is the only field that varies
-// between identical runs.
+// Everything the run measured, as the text of one JSON document (indented by one space, a newline
+// at the end): `orrery run --output`, the Python module's `json`. Streamed, not built as a tree.
+std::string run_result_json_text(const sim::RunResult& result, double wall_seconds);
+
+// Everything the run measured, in one JSON document (run_result_json_text, parsed). `wall_seconds`
+// is the only field that varies between identical runs.
 nlohmann::ordered_json run_result_to_json(const sim::RunResult& result, double wall_seconds);
 
 // ranks.csv, collectives.csv, links.csv and dimensions.csv in `dir` (created if needed), with the
