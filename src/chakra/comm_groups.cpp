@@ -241,7 +241,12 @@ Status add_comm_groups(const JsonConfig& file, CommGroups& groups) {
   // Groups in the order they are written (by line, then by number), so the first problem in the
   // file is the one reported.
   std::vector<std::pair<int, std::string>> names;
-  for (const auto& item : doc.items()) names.emplace_back(config->line_of(item.key()), item.key());
+  const std::unordered_map<std::string, int> lines = config->top_level_key_lines();
+  for (const auto& item : doc.items()) {
+    const auto line = lines.find(item.key());
+    names.emplace_back(line != lines.end() ? line->second : config->line_of(item.key()),
+                       item.key());
+  }
   std::sort(names.begin(), names.end(), [](const auto& a, const auto& b) {
     if (a.first != b.first) return a.first < b.first;
     if (a.second.size() != b.second.size()) return a.second.size() < b.second.size();

@@ -30,12 +30,12 @@ std::optional<int64_t> as_integer(const nlohmann::json& value) {
 }
 
 // A list of [from, to] pairs, sorted by `from`, each `from` once.
-template <typename T, typename Read>
+template <typename T, typename Read, typename Where>
 Expected<std::vector<std::pair<T, T>>> read_pairs(const nlohmann::json& list, const Read& read,
-                                                  const std::string& where, const char* what) {
+                                                  const Where& where, const char* what) {
   if (!list.is_array()) {
     return Error::make(ErrorKind::kConfig, "{}: '{}' must be a list of [from, to] pairs, found {}",
-                       where, what, json_excerpt(list));
+                       where(), what, json_excerpt(list));
   }
   std::vector<std::pair<T, T>> pairs;
   pairs.reserve(list.size());
@@ -47,14 +47,14 @@ Expected<std::vector<std::pair<T, T>>> read_pairs(const nlohmann::json& list, co
     }
     if (!from || !to) {
       return Error::make(ErrorKind::kConfig, "{}: '{}': expected a [from, to] pair, found {}",
-                         where, what, json_excerpt(pair));
+                         where(), what, json_excerpt(pair));
     }
     pairs.emplace_back(std::move(*from), std::move(*to));
   }
   std::sort(pairs.begin(), pairs.end());
   for (size_t k = 1; k < pairs.size(); ++k) {
     if (pairs[k].first == pairs[k - 1].first) {
-      return Error::make(ErrorKind::kConfig, "{}: '{}' renames {} twice", where, what,
+      return Error::make(ErrorKind::kConfig, "{}: '{}' renames {} twice", where(), what,
                          fmt::format("{}", pairs[k].first));
     }
   }
@@ -104,11 +104,13 @@ Expected<RankMap> read_rank_map(const std::string& path) {
   map.classes = std::move(**classes);
   const auto rank_count = static_cast<int64_t>(ranks->size());
   map.ranks.resize(ranks->size());
+  const std::string ranks_at = file->where("ranks");
   for (size_t r = 0; r < ranks->size(); ++r) {
     const nlohmann::json& entry = (*ranks)[r];
-    const std::string where = fmt::format("{}: rank {}", file->where("ranks"), r);
+    // "<file>:<line>: key 'ranks': rank <r>", made only for a message.
+    auto where = [&] { return fmt::format("{}: rank {}", ranks_at, r); };
     if (!entry.is_object()) {
-      return Error::make(ErrorKind::kConfig, "{}: expected an object, found {}", where,
+      return Error::make(ErrorKind::kConfig, "{}: expected an object, found {}", where(),
                          json_excerpt(entry));
     }
     RankMap::Rank& rank = map.ranks[r];
@@ -118,7 +120,7 @@ Expected<RankMap> read_rank_map(const std::string& path) {
         if (!index || *index < 0 || static_cast<uint64_t>(*index) >= map.classes.size()) {
           return Error::make(ErrorKind::kConfig,
                              "{}: 'class' must be an index into 'classes' (0 to {}), found {}",
-                             where, map.classes.size() - 1, json_excerpt(value));
+                             where(), map.classes.size() - 1, json_excerpt(value));
         }
         rank.trace = static_cast<uint32_t>(*index);
       } else if (key == "peers") {
@@ -127,7 +129,7 @@ Expected<RankMap> read_rank_map(const std::string& path) {
         for (const auto& [from, to] : *peers) {
           if (from < 0 || from >= rank_count || to < 0 || to >= rank_count) {
             return Error::make(ErrorKind::kConfig,
-                               "{}: 'peers' renames {} to {}; peers are ranks, 0 to {}", where,
+                               "{}: 'peers' renames {} to {}; peers are ranks, 0 to {}", where(),
                                from, to, rank_count - 1);
           }
         }
@@ -142,12 +144,12 @@ Expected<RankMap> read_rank_map(const std::string& path) {
         rank.rename.groups = std::move(*groups);
       } else {
         return Error::make(ErrorKind::kConfig,
-                           "{}: unknown key '{}' (a rank has 'class', 'peers' and 'groups')", where,
-                           key);
+                           "{}: unknown key '{}' (a rank has 'class', 'peers' and 'groups')",
+                           where(), key);
       }
     }
     if (entry.find("class") == entry.end()) {
-      return Error::make(ErrorKind::kConfig, "{}: missing 'class'", where);
+      return Error::make(ErrorKind::kConfig, "{}: missing 'class'", where());
     }
   }
   return map;

@@ -297,6 +297,7 @@ bool TraceGraph::patch_node(NodeIndex index, const ChakraProtoMsg::Node& node,
 }
 
 void TraceGraph::push_patch(NodeIndex index, std::span<const Attribute> values) {
+  renamed_only_ = false;  // renamed_from sets it again once done
   assert(patches_.empty() || patches_.back().node < index);
   if (patched_.empty()) {
     patched_.assign((size() + 63) / 64, 0);
@@ -373,6 +374,10 @@ TraceGraph TraceGraph::renamed_from(const TraceGraph& base, const Renaming& rena
     if (!differs) continue;
     graph.push_patch(node, values);
   }
+  // Tens of thousands of renamed ranks stay in memory for the run: no growth slack.
+  graph.patches_.shrink_to_fit();
+  graph.patch_attrs_.shrink_to_fit();
+  graph.renamed_only_ = true;
   return graph;
 }
 

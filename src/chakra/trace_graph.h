@@ -134,6 +134,9 @@ class TraceGraph {
   // `candidates` = base.renamable_nodes(). Cost: O(candidates x attributes per node).
   static TraceGraph renamed_from(const TraceGraph& base, const Renaming& renaming,
                                  std::span<const NodeIndex> candidates);
+  // True for a graph made by renamed_from (and not patched since): it differs from its base only
+  // in comm_src, comm_dst and pg_name values.
+  bool renamed_only() const { return renamed_only_; }
   // Whether two graphs share their node tables (one derived from the other, or both from a
   // third): then they have the same nodes, ids, dependencies and attribute names, and may differ
   // only in attribute values. A graph shares with itself.
@@ -303,6 +306,7 @@ class TraceGraph {
   std::vector<uint32_t> word_first_patch_;  // per word of patched_: the index of its first patch
   std::vector<Patch> patches_;
   std::vector<Attribute> patch_attrs_;
+  bool renamed_only_ = false;  // renamed_only()
   StringTable extra_strings_;  // strings of patched values absent from the shared table
 };
 

@@ -132,6 +132,46 @@ int JsonConfig::line_of(std::string_view key) const {
                  std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
 }
 
+std::unordered_map<std::string, int> JsonConfig::top_level_key_lines() const {
+  std::unordered_map<std::string, int> lines;
+  int line = 1;
+  int depth = 0;
+  for (size_t at = 0; at < text_.size(); ++at) {
+    const char c = text_[at];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == '"') {
+      const size_t start = at + 1;
+      const int start_line = line;
+      bool escaped = false;
+      size_t end = start;
+      for (; end < text_.size() && text_[end] != '"'; ++end) {
+        if (text_[end] == '\\') {
+          escaped = true;
+          ++end;  // the escaped character
+        } else if (text_[end] == '\n') {
+          ++line;
+        }
+      }
+      at = end;
+      if (depth != 1 || escaped) continue;
+      size_t next = end + 1;
+      while (next < text_.size() && (text_[next] == ' ' || text_[next] == '\t' ||
+                                     text_[next] == '\r' || text_[next] == '\n')) {
+        ++next;
+      }
+      if (next < text_.size() && text_[next] == ':' && end <= text_.size()) {
+        lines.try_emplace(text_.substr(start, end - start), start_line);
+      }
+    }
+  }
+  return lines;
+}
+
 std::string JsonConfig::where(std::string_view key) const {
   const int line = line_of(key);
   if (line == 0) return fmt::format("{}: key '{}'", path_, key);

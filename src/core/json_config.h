@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,10 @@ class JsonConfig {
 
   // The 1-based line where "key" is first written, 0 when it does not appear.
   int line_of(std::string_view key) const;
+  // The 1-based line of each key of the top-level object, in one pass over the text (line_of per
+  // key is a scan each: quadratic for a file of many thousand groups). Keys written with escapes
+  // are left out (line_of finds those).
+  std::unordered_map<std::string, int> top_level_key_lines() const;
   // "path:line: key 'key'" (or "path: key 'key'" when the key is absent), for error messages.
   std::string where(std::string_view key) const;
   // An Error of kind kConfig: "<where(key)>: <what>".

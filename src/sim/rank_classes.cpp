@@ -187,9 +187,12 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
     std::vector<uint8_t> like_first(graph_count, 0);
     parallel_for(graph_count, in.threads, [&](size_t index) {
       if (first_of[index] != index) {
+        const TraceGraph& first = traces.graph(first_of[index]);
+        const TraceGraph& graph = traces.graph(static_cast<uint32_t>(index));
+        // A graph renamed from the first (which holds its own values) differs from it in peers and
+        // group names only: alike by construction.
         like_first[index] =
-            alike(traces.graph(first_of[index]), traces.graph(static_cast<uint32_t>(index))) ? 1
-                                                                                             : 0;
+            (graph.renamed_only() && first.patched_count() == 0) || alike(first, graph) ? 1 : 0;
       }
     });
     // `alike` is an equivalence: a graph takes the colour of the first model (the smallest graph

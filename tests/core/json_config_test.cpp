@@ -72,5 +72,24 @@ TEST(JsonConfigHostile, numbers_in_a_range_say_the_range_in_short_form) {
   EXPECT_EQ(config->get_number_in("ok", 1e-3, 1e9)->value_or(0), 50);
 }
 
+// The lines of every top-level key in one pass: values that spell a key, nested keys, strings with
+// braces, colons and escaped quotes do not count; a key written with an escape is left to line_of.
+TEST(JsonConfigLines, top_level_keys_are_found_on_their_lines) {
+  Expected<JsonConfig> config = JsonConfig::parse(
+      "c.json",
+      "{\"name\": \"k\",\n\"k\": {\"inner\": \"{[:\\\"x\\\"\"},\n\n \"2\"  :\n [1, 2],\n"
+      "\"e\\u0041\": 3, \"inner2\": [{\"deep\": 1}]}");
+  ASSERT_TRUE(config) << config.error().message();
+  const auto lines = config->top_level_key_lines();
+  EXPECT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines.at("name"), 1);
+  EXPECT_EQ(lines.at("k"), 2);
+  EXPECT_EQ(lines.at("2"), 4);
+  EXPECT_EQ(lines.at("inner2"), 6);
+  EXPECT_EQ(lines.count("inner"), 0u);
+  EXPECT_EQ(lines.count("deep"), 0u);
+  EXPECT_EQ(config->line_of("2"), 4);
+}
+
 }  // namespace json_config_test
 }  // namespace orrery
