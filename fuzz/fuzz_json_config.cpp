@@ -1,12 +1,14 @@
 // fuzz_json_config: the JSON configuration files: ASTRA-sim's system and remote-memory files, the
-// communicator-group file, the process groups of METADATA nodes, and the transformer and DLRM model
-// files of `orrery gen`. The first byte picks the reader.
+// communicator-group file (and, on the same bytes, the rank map of `gen --classes`), the process
+// groups of METADATA nodes, and the transformer and DLRM model files of `orrery gen`. The first
+// byte picks the reader.
 #include "fuzz/fuzz_support.h"
 #include "gen/dlrm_generator.h"
 #include "gen/transformer_model.h"
 #include "memory/remote_memory_config.h"
 #include "system/system_config.h"
 #include "chakra/comm_groups.h"
+#include "chakra/rank_map.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace orrery;
@@ -24,7 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 2: {
       chakra::CommGroups groups(16);
-      (void)chakra::load_comm_group_file(fuzz::write_input(data, size, ".json"), groups);
+      const std::string path = fuzz::write_input(data, size, ".json");
+      (void)chakra::load_comm_group_file(path, groups);
+      (void)chakra::read_rank_map(path);
       break;
     }
     case 3: {

@@ -49,7 +49,7 @@ TEST(GenLlmCli, help_lists_every_generator_and_flag) {
   for (const char* flag :
        {"--model", "--global-batch", "--micro-batch", "--seq", "--dp", "--tp", "--pp", "--sp",
         "--cp", "--ep", "--zero", "--recompute", "--schedule", "--virtual-stages", "--bucket-size",
-        "--device-memory", "--list-models", "--gzip", "-o"}) {
+        "--device-memory", "--list-models", "--gzip", "--classes", "-o"}) {
     EXPECT_CONTAINS(llm.out, flag);
   }
   const CommandResult inference = run_orrery({"gen", "inference", "--help"});
