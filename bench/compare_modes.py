@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Compares two `orrery run --output` JSON files of one scenario run in different simulation modes
 (rank classes or symmetric against --fast-path off): every figure must be identical except the
-wall-clock time, the count of events handled and the "simulation" block (collectives in the order
-listed: every mode lists them by first issue, then group and sequence).
+wall-clock time, the count of events handled, the "simulation" block (collectives in the order
+listed: every mode lists them by first issue, then group and sequence) and the workload's name (a
+set of rank files and its `gen --classes` form are one workload under two prefixes).
 Usage: bench/compare_modes.py A.json B.json   (exit status 1 when they differ)"""
 import json
 import sys
@@ -12,6 +13,7 @@ def load(path):
     with open(path) as f:
         doc = json.load(f)
     doc.pop("simulation", None)
+    doc.pop("workload", None)
     doc["summary"].pop("wall_seconds", None)
     doc["summary"].pop("events", None)
     return doc

@@ -144,6 +144,35 @@ def test_generators_build_traces_in_memory_that_run_and_write_files(tmp_path):
     assert orrery.gen.inference(tp=2, prompt_lengths=[128], output_lengths=[4]).ranks == 2
 
 
+def test_class_trace_sets_of_gen_classes_load_and_run_as_the_rank_files(tmp_path):
+    model = tmp_path / "small.json"
+    model.write_text('{"base": "gpt3-6.7b", "layers": 4}')
+    plan = ["--model", str(model), "--tp", "2", "--pp", "2", "--dp", "2", "--global-batch", "8",
+            "--seq", "512"]
+    subprocess.run([BINARY, "gen", "llm", *plan, "-o", str(tmp_path / "r" / "w")], check=True,
+                   capture_output=True)
+    subprocess.run([BINARY, "gen", "llm", *plan, "--classes", "-o", str(tmp_path / "c" / "w")],
+                   check=True, capture_output=True)
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == \
+        ["w.class.0.et", "w.class.1.et", "w.json", "w.ranks.json"]
+    by_rank = orrery.trace.load(str(tmp_path / "r" / "w"))
+    by_class = orrery.trace.load(str(tmp_path / "c" / "w"))
+    assert by_class.ranks == by_rank.ranks == 8
+    for rank in range(8):
+        assert by_class.nodes(rank) == by_rank.nodes(rank)
+    cube = {"topology": ["Ring", "Ring", "Switch"], "npus_count": [2, 2, 2],
+            "bandwidth": [200, 100, 50], "latency": [500, 500, 1000]}
+    system = json.loads((ROOT / "examples" / "gpt3_175b_1024" / "system.json").read_text())
+    runs = [orrery.run(orrery.Scenario(str(tmp_path / form / "w"), system, cube,
+                                       comm_groups=str(tmp_path / form / "w.json")))
+            for form in ("r", "c")]
+    documents = [without_wall(run.to_json()) for run in runs]
+    for doc in documents:
+        doc.pop("workload")
+    assert documents[0] == documents[1]
+    assert runs[0].finish_ns == runs[1].finish_ns > 0
+
+
 def test_errors_are_orrery_errors_with_the_clis_message(tmp_path):
     with pytest.raises(orrery.Error) as caught:
         orrery.Scenario.from_files(workload=str(EXAMPLE / "workload"),
