@@ -225,7 +225,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                          "--network-configuration=net.yml");
   sim::RunConfig& config = options->config;
   cmd->add_option("-w,--workload-configuration,--workload", config.workload,
-                  "trace prefix P of rank files P.0.et, P.1.et, ...")
+                  "trace prefix P of rank files P.0.et, P.1.et, ... (or of gen --classes files: "
+                  "P.class.<k>.et and the rank map P.ranks.json)")
       ->required();
   cmd->add_option("-s,--system-configuration,--system", config.system,
                   "ASTRA-sim system JSON (or --hardware)");
