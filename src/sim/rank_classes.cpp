@@ -298,7 +298,9 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
         if (value != nullptr) group_of_string.emplace(value->str, group->second);
         return CommNode{CommKind::kCollective, node, group->second, 0};
       };
-      if (first_of[index] == index) {
+      // Which graph of a structure loads whole, and which derived, may depend on thread timing:
+      // the shortcut needs a first graph that holds the tables' own values.
+      if (first_of[index] == index || traces.graph(first_of[index]).patched_count() != 0) {
         for (NodeIndex node = 0; node < graph.size(); ++node) {
           const int32_t type = graph.type(node);
           if (type == ChakraProtoMsg::MEM_LOAD_NODE || type == ChakraProtoMsg::MEM_STORE_NODE) {
@@ -329,7 +331,9 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
     };
     std::vector<uint32_t> firsts, others;
     for (uint32_t index = 0; index < graph_count; ++index) {
-      (first_of[index] == index ? firsts : others).push_back(index);
+      const bool whole =
+          first_of[index] == index || traces.graph(first_of[index]).patched_count() != 0;
+      (whole ? firsts : others).push_back(index);
     }
     parallel_for(firsts.size(), in.threads, [&](size_t k) { read_graph(firsts[k]); });
     parallel_for(others.size(), in.threads, [&](size_t k) { read_graph(others[k]); });

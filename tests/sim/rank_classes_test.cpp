@@ -241,6 +241,38 @@ TEST(RankClasses, groups_inside_one_class_mirror_and_expand_their_collectives) {
   expect_same_results(runs->fast, runs->full, "tp groups");
 }
 
+// Rank files derived from one template may come out of a parallel load with the template's own
+// rank not first: the first graph of the tables then holds patches of its own. Here every rank is
+// the template renamed: its tensor-parallel group always, its data-parallel group on even ranks
+// only (the template's is the odd ranks'), so rank 0, the first graph, patched a node that odd
+// ranks did not: each rank's communication must be read from its own values, or rank 1 would be
+// taken to run on the even ranks' group and the run would fall back to full simulation.
+TEST(RankClasses, ranks_derived_from_a_template_whose_first_graph_is_patched) {
+  const chakra::TraceGraph base = test::build_graph(
+      {compute(1, 30), group_coll(2, ChakraProtoMsg::ALL_REDUCE, 1 << 20, "7", {1}),
+       group_coll(3, ChakraProtoMsg::ALL_GATHER, 1 << 18, "6", {2}), compute(4, 10, {3})});
+  const std::vector<chakra::NodeIndex> candidates = base.renamable_nodes();
+  std::vector<chakra::TraceGraph> graphs;
+  for (uint32_t rank = 0; rank < 8; ++rank) {
+    chakra::TraceGraph::Renaming renaming;
+    if (rank % 2 == 0) renaming.groups.emplace_back("6", "5");
+    renaming.groups.emplace_back("7", std::to_string(rank / 2 + 1));
+    graphs.push_back(chakra::TraceGraph::renamed_from(base, renaming, candidates));
+  }
+  ASSERT_EQ(graphs[0].patched_count(), 2u);
+  ASSERT_EQ(graphs[1].patched_count(), 1u);
+  test::RunInputs inputs;
+  inputs.traces = chakra::TraceSet::from_graphs("w", std::move(graphs));
+  inputs.system = test::system_json("ring", 2);
+  inputs.network = test::network_yaml("Ring, Ring", "2, 4", "50, 25", "500, 1000");
+  inputs.comm_groups = R"({"1": [0, 1], "2": [2, 3], "3": [4, 5], "4": [6, 7],
+                           "5": [0, 2, 4, 6], "6": [1, 3, 5, 7]})";
+  std::optional<Pair> runs = run_both(inputs, "patched first graph");
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->fast.mode, "classes") << runs->fast.fast_path_note;
+  expect_same_results(runs->fast, runs->full, "patched first graph");
+}
+
 TEST(RankClasses, a_straggler_inside_a_group_falls_back_with_the_reason) {
   std::optional<Pair> runs = run_both(tensor_groups(3), "tp straggler");
   ASSERT_TRUE(runs);
