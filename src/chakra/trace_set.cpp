@@ -178,7 +178,7 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load_classes(const std::stri
   for (const std::optional<Error>& error : errors) {
     if (error) return *error;
   }
-  // Every rank: its class's graph renamed, validated by the nodes the renaming changed.
+  // Every rank: its class's graph renamed; a clean class's report carries over (make_entry).
   std::vector<std::optional<Entry>> renamed(count);
   parallel_for(count, options.threads, [&](size_t r) {
     const RankMap::Rank& rank = map->ranks[r];
