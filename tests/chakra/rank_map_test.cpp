@@ -8,6 +8,7 @@
 #include "chakra/rank_map.h"
 #include "chakra/trace_builder.h"
 #include "chakra/trace_set.h"
+#include "chakra/validation.h"
 
 namespace orrery::chakra {
 namespace rank_map_test {
@@ -89,6 +90,25 @@ TEST(RankMap, ranks_run_their_class_trace_renamed) {
   ASSERT_TRUE(cut);
   EXPECT_EQ((*cut)->rank_count(), 2u);
   EXPECT_EQ((*cut)->ranks_left_out(), 1u);
+}
+
+// A class trace with findings is no shortcut: each renamed rank is validated on its own and
+// reports what the class's file would.
+TEST(RankMap, ranks_of_a_class_with_findings_are_validated_whole) {
+  TempDir dir;
+  std::vector<ChakraProtoMsg::Node> nodes = program(1, "5");
+  nodes.push_back(test::comp_node(4, {99}));  // a parent no node has
+  test::write_trace(dir.file("w.class.0.et"), nodes);
+  test::write_text(dir.file("w.ranks.json"),
+                   map_text(R"({"class": 0}, {"class": 0, "peers": [[1, 0]]})"));
+  Expected<std::shared_ptr<const TraceSet>> set = TraceSet::load(dir.file("w"));
+  ASSERT_TRUE(set) << set.error().message();
+  const TraceSet& traces = **set;
+  ASSERT_NE(traces.graph_index(0), traces.graph_index(1));
+  const ValidationReport& renamed = traces.report(traces.graph_index(1));
+  EXPECT_FALSE(renamed.passes(ValidationMode::kStrict));
+  EXPECT_EQ(renamed.summary_lines(), traces.report(traces.graph_index(0)).summary_lines());
+  EXPECT_EQ(renamed.summary_lines(), validate_trace(traces.rank_graph(1)).summary_lines());
 }
 
 TEST(RankMap, both_forms_under_one_prefix_are_refused) {

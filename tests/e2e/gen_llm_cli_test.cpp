@@ -32,6 +32,15 @@ void expect_clean_failure(const CommandResult& result, const std::string& needle
   EXPECT_CONTAINS(result.err, needle);
 }
 
+// A system of ring collectives on three dimensions with a roofline (generated traces need one).
+void write_ring_roofline_system(const std::string& path) {
+  write(path, R"({"scheduling-policy": "LIFO", "endpoint-delay": 10,
+    "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4,
+    "all-reduce-implementation": ["ring", "ring", "ring"], "all-gather-implementation": ["ring", "ring", "ring"],
+    "reduce-scatter-implementation": ["ring", "ring", "ring"], "all-to-all-implementation": ["ring", "ring", "ring"],
+    "collective-optimization": "localBWAware", "local-mem-bw": 2000, "roofline-enabled": 1, "peak-perf": 300})");
+}
+
 // A 4-layer model file small enough for a test run.
 std::string small_model(const TempDir& dir) {
   const std::string path = dir.file("small.json");
@@ -46,10 +55,16 @@ TEST(GenLlmCli, help_lists_every_generator_and_flag) {
   for (const char* name : {"microbench", "llm", "inference"}) EXPECT_CONTAINS(gen.out, name);
   const CommandResult llm = run_orrery({"gen", "llm", "--help"});
   EXPECT_EQ(llm.exit_code, 0) << llm.err;
-  for (const char* flag :
-       {"--model", "--global-batch", "--micro-batch", "--seq", "--dp", "--tp", "--pp", "--sp",
-        "--cp", "--ep", "--zero", "--recompute", "--schedule", "--virtual-stages", "--bucket-size",
-        "--device-memory", "--list-models", "--gzip", "--classes", "-o"}) {
+  for (const char* flag : {"--model",       "--global-batch",
+                           "--micro-batch", "--seq",
+                           "--dp",          "--tp",
+                           "--pp",          "--sp",
+                           "--cp",          "--ep",
+                           "--zero",        "--recompute",
+                           "--schedule",    "--virtual-stages",
+                           "--bucket-size", "--device-memory",
+                           "--list-models", "--gzip",
+                           "--classes",     "-o"}) {
     EXPECT_CONTAINS(llm.out, flag);
   }
   const CommandResult inference = run_orrery({"gen", "inference", "--help"});
@@ -88,11 +103,7 @@ TEST(GenLlmCli, generated_traces_validate_and_run) {
   const CommandResult validate = run_orrery({"trace", "validate", "--strict", prefix});
   EXPECT_EQ(validate.exit_code, 0) << validate.out << validate.err;
 
-  write(dir.file("sys.json"), R"({"scheduling-policy": "LIFO", "endpoint-delay": 10,
-    "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4,
-    "all-reduce-implementation": ["ring", "ring", "ring"], "all-gather-implementation": ["ring", "ring", "ring"],
-    "reduce-scatter-implementation": ["ring", "ring", "ring"], "all-to-all-implementation": ["ring", "ring", "ring"],
-    "collective-optimization": "localBWAware", "local-mem-bw": 2000, "roofline-enabled": 1, "peak-perf": 300})");
+  write_ring_roofline_system(dir.file("sys.json"));
   write(dir.file("net.yml"),
         "topology: [ Ring, Ring, Switch ]\nnpus_count: [ 2, 2, 2 ]\nbandwidth: [ 200, 100, 50 ]\n"
         "latency: [ 500, 500, 1000 ]\n");
@@ -123,11 +134,7 @@ TEST(GenLlmCli, class_files_run_as_the_rank_files) {
                                         "1",
                                         "-o",
                                         prefix};
-  write(dir.file("sys.json"), R"({"scheduling-policy": "LIFO", "endpoint-delay": 10,
-    "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4,
-    "all-reduce-implementation": ["ring", "ring", "ring"], "all-gather-implementation": ["ring", "ring", "ring"],
-    "reduce-scatter-implementation": ["ring", "ring", "ring"], "all-to-all-implementation": ["ring", "ring", "ring"],
-    "collective-optimization": "localBWAware", "local-mem-bw": 2000, "roofline-enabled": 1, "peak-perf": 300})");
+  write_ring_roofline_system(dir.file("sys.json"));
   write(dir.file("net.yml"),
         "topology: [ Ring, Switch, Switch ]\nnpus_count: [ 2, 2, 2 ]\nbandwidth: [ 200, 100, 50 ]\n"
         "latency: [ 500, 500, 1000 ]\n");

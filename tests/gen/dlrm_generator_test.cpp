@@ -18,17 +18,7 @@ using ChakraProtoMsg::ALL_REDUCE;
 using ChakraProtoMsg::ALL_TO_ALL;
 using ChakraProtoMsg::REDUCE_SCATTER;
 
-// 8 tables of 1,000 rows, d = 16, pooling 3; bottom 13-64-16, top (16 + 36 = 52)-64-1; fp32.
-DlrmModel small_dlrm(size_t tables = 8) {
-  DlrmModel model;
-  model.name = "small";
-  model.dense_features = 13;
-  model.bottom_mlp = {64, 16};
-  model.top_mlp = {64, 1};
-  model.dim = 16;
-  model.tables.assign(tables, EmbeddingTable{1000, 3});
-  return model;
-}
+using test::small_dlrm;
 
 DlrmPlan plan_of(uint32_t ranks, uint64_t batch, Sharding sharding) {
   DlrmPlan plan;

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "gen/dlrm_generator.h"
 #include "gen/llm_plan.h"
 #include "gen/rank_program.h"
 #include "gen/transformer_model.h"
@@ -18,6 +19,18 @@
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 namespace orrery::test {
+
+// 8 tables of 1,000 rows, d = 16, pooling 3; bottom 13-64-16, top (16 + 36 = 52)-64-1; fp32.
+inline gen::DlrmModel small_dlrm(size_t tables = 8) {
+  gen::DlrmModel model;
+  model.name = "small";
+  model.dense_features = 13;
+  model.bottom_mlp = {64, 16};
+  model.top_mlp = {64, 1};
+  model.dim = 16;
+  model.tables.assign(tables, gen::EmbeddingTable{1000, 3});
+  return model;
+}
 
 inline gen::TransformerModel preset(const std::string& name) {
   Expected<gen::TransformerModel> model = gen::resolve_model(name);

@@ -247,18 +247,11 @@ TEST(ClassFiles, gen_inference_and_dlrm_classes_read_back_as_their_rank_files) {
       false, 3);
   // DLRM ranks are grouped by identical programs: data-parallel MLPs with every table
   // row-wise sharded over all ranks give one program for all of them.
-  DlrmModel model;
-  model.name = "small";
-  model.dense_features = 13;
-  model.bottom_mlp = {64, 16};
-  model.top_mlp = {64, 1};
-  model.dim = 16;
-  model.tables.assign(8, EmbeddingTable{1000, 3});
   DlrmPlan dlrm_plan;
   dlrm_plan.ranks = 4;
   dlrm_plan.global_batch = 64;
   dlrm_plan.sharding = Sharding::kRow;
-  Expected<DlrmGenerator> dlrm = DlrmGenerator::create(model, dlrm_plan);
+  Expected<DlrmGenerator> dlrm = DlrmGenerator::create(test::small_dlrm(), dlrm_plan);
   ASSERT_TRUE(dlrm) << dlrm.error().message();
   expect_class_files_read_as_rank_files(
       [&](const std::string& prefix, const RankFileOptions& options) {
