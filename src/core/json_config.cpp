@@ -47,6 +47,61 @@ int line_at_byte(const std::string& text, size_t byte) {
                  std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
 }
 
+// The SAX pass of JsonConfig::parse: nesting depth and, per open object, the keys seen (how often
+// each key was seen before in the whole text tells which of its places holds a repeat). A syntax
+// error stops it; the DOM parse after it reports the error.
+class KeyCheck : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit KeyCheck(int max_depth) : max_depth_(max_depth) {}
+  bool too_deep = false;
+  std::optional<std::pair<std::string, int>> duplicate;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open_objects_.emplace_back();
+    return enter();
+  }
+  bool key(string_t& key) override {
+    std::vector<std::string>& keys = open_objects_.back();
+    const int occurrence = seen_as_key_[key]++;
+    if (!duplicate && std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      duplicate.emplace(key, occurrence);
+    }
+    keys.push_back(key);
+    return true;
+  }
+  bool end_object() override {
+    open_objects_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception&) override {
+    return false;
+  }
+
+ private:
+  // A value inside more than max_depth containers is too deep (nlohmann's callback depth).
+  bool enter() {
+    if (++depth_ > max_depth_) too_deep = true;
+    return !too_deep;
+  }
+  int max_depth_;
+  int depth_ = 0;
+  std::vector<std::vector<std::string>> open_objects_;
+  std::map<std::string, int, std::less<>> seen_as_key_;
+};
+
 }  // namespace
 
 Expected<JsonConfig> JsonConfig::parse(const std::string& path, std::string text) {
@@ -57,36 +112,20 @@ Expected<JsonConfig> JsonConfig::parse(const std::string& path, std::string text
   // says two things should not be read as either. A key's duplicates are found per object (one
   // set of keys per open object); how often each key was seen before tells which of its places
   // in the text holds the repeat.
-  std::vector<std::vector<std::string>> open_objects;
-  std::map<std::string, int, std::less<>> seen_as_key;
-  std::optional<std::pair<std::string, int>> duplicate;
-  // Nesting is bounded too: printing a value (json_excerpt) recurses, and no configuration nests
-  // more than a few levels.
+  // Both are checked by a SAX pass before the document is built: nlohmann 3.11's parser with a
+  // callback scans the parent container at every object's end (a rank map of 65,536 objects in
+  // one list took seconds), the SAX interface is linear and stops at the first excess level.
   constexpr int kMaxDepth = 64;
-  bool too_deep = false;
-  auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (depth > kMaxDepth) {
-      too_deep = true;
-      return false;  // discarded, never built
-    }
-    if (event == Event::object_start) {
-      open_objects.emplace_back();
-    } else if (event == Event::object_end) {
-      if (!open_objects.empty()) open_objects.pop_back();
-    } else if (event == Event::key && !open_objects.empty()) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      std::vector<std::string>& keys = open_objects.back();
-      const int occurrence = seen_as_key[key]++;
-      if (!duplicate && std::find(keys.begin(), keys.end(), key) != keys.end()) {
-        duplicate.emplace(key, occurrence);
-      }
-      keys.push_back(key);
-    }
-    return true;
-  };
+  KeyCheck check(kMaxDepth);
+  nlohmann::json::sax_parse(config.text_, &check);
+  const bool too_deep = check.too_deep;
+  const std::optional<std::pair<std::string, int>>& duplicate = check.duplicate;
+  if (too_deep) {
+    return Error::make(ErrorKind::kParse, "{}: lists or objects nested more than {} deep", path,
+                       kMaxDepth);
+  }
   try {
-    config.doc_ = nlohmann::json::parse(config.text_, callback);
+    config.doc_ = nlohmann::json::parse(config.text_);
   } catch (const nlohmann::json::parse_error& error) {
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
     std::string message = error.what();
@@ -109,10 +148,6 @@ Expected<JsonConfig> JsonConfig::parse(const std::string& path, std::string text
     }
     if (line > 0) return Error::make(ErrorKind::kParse, "{}:{}: {}", path, line, message);
     return Error::make(ErrorKind::kParse, "{}: {}", path, message);
-  }
-  if (too_deep) {
-    return Error::make(ErrorKind::kParse, "{}: lists or objects nested more than {} deep", path,
-                       kMaxDepth);
   }
   if (duplicate) {
     const int line = line_of_key(config.text_, duplicate->first, duplicate->second);
