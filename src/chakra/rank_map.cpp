@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -61,6 +62,213 @@ Expected<std::vector<std::pair<T, T>>> read_pairs(const nlohmann::json& list, co
   return pairs;
 }
 
+// A well-formed rank map read in one SAX pass, without building its JSON document (a 65,536-rank
+// map is 21 MB of JSON: the document took a second). Anything it does not expect, or a value the
+// checks below refuse, makes it give up; read_rank_map then reads the file the slow way, whose
+// messages name what is wrong. So it decides nothing the slow way would not.
+class FastRankMap : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  RankMap map;
+  std::string format;
+  std::optional<int64_t> version;
+
+  bool null() override { return false; }
+  bool boolean(bool) override { return false; }
+  bool number_integer(number_integer_t value) override { return integer(value); }
+  bool number_unsigned(number_unsigned_t value) override {
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    return integer(static_cast<int64_t>(value));
+  }
+  bool number_float(number_float_t, const string_t&) override { return false; }
+  bool binary(binary_t&) override { return false; }
+  bool string(string_t& value) override {
+    switch (at_) {
+      case At::kFormatValue:
+        format = std::move(value);
+        at_ = At::kTop;
+        return true;
+      case At::kClasses:
+        map.classes.push_back(std::move(value));
+        return true;
+      case At::kGroupPair:
+        if (pair_size_ == 2) return false;
+        (pair_size_++ == 0 ? group_.first : group_.second) = std::move(value);
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool start_object(std::size_t) override {
+    if (at_ == At::kBegin) {
+      at_ = At::kTop;
+      return true;
+    }
+    if (at_ != At::kRanks) return false;
+    map.ranks.emplace_back();
+    rank_keys_ = 0;
+    at_ = At::kRank;
+    return true;
+  }
+  bool key(string_t& key) override {
+    if (at_ == At::kTop) {
+      const int bit = key == "format"    ? 1
+                      : key == "version" ? 2
+                      : key == "classes" ? 4
+                      : key == "ranks"   ? 8
+                                         : 0;
+      if (bit == 0 || (top_keys_ & bit) != 0) return false;
+      top_keys_ |= bit;
+      at_ = bit == 1   ? At::kFormatValue
+            : bit == 2 ? At::kVersionValue
+            : bit == 4 ? At::kClassesKey
+                       : At::kRanksKey;
+      return true;
+    }
+    if (at_ != At::kRank) return false;
+    const int bit = key == "class" ? 1 : key == "peers" ? 2 : key == "groups" ? 4 : 0;
+    if (bit == 0 || (rank_keys_ & bit) != 0) return false;
+    rank_keys_ |= bit;
+    at_ = bit == 1 ? At::kClass : bit == 2 ? At::kPeersKey : At::kGroupsKey;
+    return true;
+  }
+  bool end_object() override {
+    if (at_ == At::kRank) {
+      if ((rank_keys_ & 1) == 0) return false;
+      at_ = At::kRanks;
+      return true;
+    }
+    if (at_ != At::kTop) return false;
+    at_ = At::kDone;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    switch (at_) {
+      case At::kClassesKey:
+        at_ = At::kClasses;
+        return true;
+      case At::kRanksKey:
+        at_ = At::kRanks;
+        return true;
+      case At::kPeersKey:
+        at_ = At::kPeers;
+        return true;
+      case At::kGroupsKey:
+        at_ = At::kGroups;
+        return true;
+      case At::kPeers:
+        at_ = At::kPeerPair;
+        pair_size_ = 0;
+        return true;
+      case At::kGroups:
+        at_ = At::kGroupPair;
+        pair_size_ = 0;
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool end_array() override {
+    switch (at_) {
+      case At::kClasses:
+      case At::kRanks:
+        at_ = At::kTop;
+        return true;
+      case At::kPeers:
+      case At::kGroups:
+        at_ = At::kRank;
+        return true;
+      case At::kPeerPair:
+        if (pair_size_ != 2) return false;
+        map.ranks.back().rename.peers.push_back(peer_);  // pairs occur inside a rank only
+        at_ = At::kPeers;
+        return true;
+      case At::kGroupPair:
+        if (pair_size_ != 2) return false;
+        map.ranks.back().rename.groups.push_back(std::move(group_));
+        at_ = At::kGroups;
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception&) override {
+    return false;
+  }
+  bool done() const { return at_ == At::kDone; }
+
+ private:
+  enum class At {
+    kBegin,
+    kTop,
+    kFormatValue,
+    kVersionValue,
+    kClassesKey,
+    kClasses,
+    kRanksKey,
+    kRanks,
+    kRank,
+    kClass,
+    kPeersKey,
+    kPeers,
+    kPeerPair,
+    kGroupsKey,
+    kGroups,
+    kGroupPair,
+    kDone
+  };
+  bool integer(int64_t value) {
+    if (at_ == At::kVersionValue) {
+      version = value;
+      at_ = At::kTop;
+      return true;
+    }
+    if (at_ == At::kClass) {
+      if (value < 0 || value > std::numeric_limits<uint32_t>::max()) return false;
+      map.ranks.back().trace = static_cast<uint32_t>(value);
+      at_ = At::kRank;
+      return true;
+    }
+    if (at_ != At::kPeerPair || pair_size_ == 2) return false;
+    (pair_size_++ == 0 ? peer_.first : peer_.second) = value;
+    return true;
+  }
+  At at_ = At::kBegin;
+  int top_keys_ = 0;
+  int rank_keys_ = 0;
+  int pair_size_ = 0;
+  std::pair<int64_t, int64_t> peer_;
+  std::pair<std::string, std::string> group_;
+};
+
+// The fast reading of `text`, when it is a well-formed map that read_rank_map accepts.
+std::optional<RankMap> read_fast(const std::string& text) {
+  FastRankMap reader;
+  if (!nlohmann::json::sax_parse(text, &reader) || !reader.done()) return std::nullopt;
+  RankMap& map = reader.map;
+  if (reader.format != kFormat || reader.version != kVersion || map.classes.empty() ||
+      map.ranks.empty() || map.ranks.size() > kMaxRanks) {
+    return std::nullopt;
+  }
+  const auto rank_count = static_cast<int64_t>(map.ranks.size());
+  auto unique = [](auto& pairs) {
+    std::sort(pairs.begin(), pairs.end());
+    for (size_t k = 1; k < pairs.size(); ++k) {
+      if (pairs[k].first == pairs[k - 1].first) return false;
+    }
+    return true;
+  };
+  for (RankMap::Rank& rank : map.ranks) {
+    if (rank.trace >= map.classes.size() || !unique(rank.rename.peers) ||
+        !unique(rank.rename.groups)) {
+      return std::nullopt;
+    }
+    for (const auto& [from, to] : rank.rename.peers) {
+      if (from < 0 || from >= rank_count || to < 0 || to >= rank_count) return std::nullopt;
+    }
+  }
+  return std::move(map);
+}
+
 }  // namespace
 
 std::string rank_map_path(const std::string& prefix) { return prefix + ".ranks.json"; }
@@ -70,7 +278,11 @@ std::string class_trace_path(const std::string& prefix, uint64_t k) {
 }
 
 Expected<RankMap> read_rank_map(const std::string& path) {
-  Expected<JsonConfig> file = JsonConfig::load(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (std::optional<RankMap> fast = read_fast(text)) return std::move(*fast);
+  Expected<JsonConfig> file = JsonConfig::parse(path, std::move(text));
   if (!file) return file.error();
   const nlohmann::json& doc = file->doc();
   if (!doc.is_object()) {
