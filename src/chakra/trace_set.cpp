@@ -163,7 +163,6 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load_classes(const std::stri
     return (file.is_absolute() ? file : folder / file).string();
   };
   std::vector<std::optional<Entry>> classes(used.size());
-  std::vector<std::vector<NodeIndex>> candidates(used.size());
   std::vector<std::optional<Error>> errors(used.size());
   parallel_for(used.size(), options.threads, [&](size_t index) {
     Expected<TraceGraph> graph = load_trace(class_path(used[index]));
@@ -172,36 +171,56 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load_classes(const std::stri
           graph.error().with_context(fmt::format("{}: class {}", map_path, used[index]));
       return;
     }
-    candidates[index] = graph->renamable_nodes();
+    std::vector<NodeIndex> renamable = graph->renamable_nodes();
     classes[index] = make_entry(std::move(*graph));
+    classes[index]->renamable = std::move(renamable);
   });
   for (const std::optional<Error>& error : errors) {
     if (error) return *error;
   }
-  // Every rank: its class's graph renamed; a clean class's report carries over (make_entry).
-  std::vector<std::optional<Entry>> renamed(count);
+  set->graphs_.reserve(used.size());
+  for (std::optional<Entry>& entry : classes) set->graphs_.push_back(std::move(*entry));
+  // A rank of a clean class is kept as its renaming: a renaming changes only comm_src and
+  // comm_dst integers (to ranks: read_rank_map checks) and pg_name strings, so every check
+  // validate_trace makes says of the renamed graph what it said of the class's (structure,
+  // attribute kinds and signs are kept), and the graph is built only if asked for. A rank of a
+  // class with findings is built and validated now, so that its report is its own.
+  std::vector<std::optional<Entry>> eager(count);
   parallel_for(count, options.threads, [&](size_t r) {
     const RankMap::Rank& rank = map->ranks[r];
-    if (rank.rename.peers.empty() && rank.rename.groups.empty()) return;
-    const uint32_t index = entry_of_class[rank.trace];
-    TraceGraph graph =
-        TraceGraph::renamed_from(classes[index]->graph, rank.rename, candidates[index]);
+    const Entry& base = set->graphs_[entry_of_class[rank.trace]];
+    if ((rank.rename.peers.empty() && rank.rename.groups.empty()) ||
+        base.report.diagnostics().empty()) {
+      return;
+    }
+    TraceGraph graph = TraceGraph::renamed_from(base.graph, rank.rename, base.renamable);
     if (graph.patched_count() == 0) return;
     graph.set_source(fmt::format("{} as rank {}", class_path(rank.trace), r));
-    renamed[r] = make_entry(std::move(graph), &*classes[index]);
+    eager[r] = make_entry(std::move(graph), &base);
   });
-  set->graphs_.reserve(used.size() + count);
-  for (std::optional<Entry>& entry : classes) set->graphs_.push_back(std::move(*entry));
   set->rank_graph_.resize(count);
   set->paths_.resize(count);
   for (size_t r = 0; r < count; ++r) {
     set->paths_[r] = class_path(map->ranks[r].trace);
-    if (!renamed[r]) {
-      set->rank_graph_[r] = entry_of_class[map->ranks[r].trace];
+    if (!eager[r]) continue;
+    set->rank_graph_[r] = static_cast<uint32_t>(set->graphs_.size());
+    set->graphs_.push_back(std::move(*eager[r]));
+  }
+  for (size_t r = 0; r < count; ++r) {
+    if (eager[r]) continue;
+    RankMap::Rank& rank = map->ranks[r];
+    const uint32_t base = entry_of_class[rank.trace];
+    if ((rank.rename.peers.empty() && rank.rename.groups.empty()) ||
+        !set->graphs_[base].report.diagnostics().empty()) {
+      set->rank_graph_[r] = base;  // nothing renamed, or renamed to the class's own values
       continue;
     }
-    set->rank_graph_[r] = static_cast<uint32_t>(set->graphs_.size());
-    set->graphs_.push_back(std::move(*renamed[r]));
+    auto renamed = std::make_unique<Renamed>();
+    renamed->base = base;
+    renamed->renaming = std::move(rank.rename);
+    renamed->source = fmt::format("{} as rank {}", set->paths_[r], r);
+    set->rank_graph_[r] = static_cast<uint32_t>(set->graphs_.size() + set->renamed_.size());
+    set->renamed_.push_back(std::move(renamed));
   }
   return std::shared_ptr<const TraceSet>(std::move(set));
 }
@@ -345,6 +364,23 @@ std::shared_ptr<const TraceSet> TraceSet::from_graphs(std::string name,
   return set;
 }
 
+const TraceGraph& TraceSet::graph(uint32_t index) const {
+  if (index < graphs_.size()) return graphs_[index].graph;
+  const Renamed& renamed = *renamed_[index - graphs_.size()];
+  std::call_once(renamed.built, [&] {
+    const Entry& base = graphs_[renamed.base];
+    renamed.graph = TraceGraph::renamed_from(base.graph, renamed.renaming, base.renamable);
+    renamed.graph->set_source(renamed.source);
+    renamed.ready.store(true, std::memory_order_release);
+  });
+  return *renamed.graph;
+}
+
+const std::string& TraceSet::source(uint32_t index) const {
+  if (index < graphs_.size()) return graphs_[index].graph.source();
+  return renamed_[index - graphs_.size()]->source;
+}
+
 const std::string& TraceSet::rank_path(uint32_t rank) const {
   static const std::string kNone;
   if (paths_.empty()) return kNone;
@@ -354,6 +390,15 @@ const std::string& TraceSet::rank_path(uint32_t rank) const {
 size_t TraceSet::memory_bytes() const {
   size_t bytes = 0;
   for (const Entry& entry : graphs_) bytes += entry.graph.memory_bytes();
+  for (const std::unique_ptr<Renamed>& renamed : renamed_) {
+    bytes += sizeof(Renamed) + renamed->source.capacity() +
+             renamed->renaming.peers.capacity() * sizeof(renamed->renaming.peers[0]);
+    for (const auto& [from, to] : renamed->renaming.groups) {
+      bytes += sizeof(from) + sizeof(to) + from.capacity() + to.capacity();
+    }
+    // Built graphs share the class's tables: only what they hold themselves.
+    if (renamed->ready.load(std::memory_order_acquire)) bytes += renamed->graph->overlay_bytes();
+  }
   return bytes;
 }
 

@@ -51,9 +51,23 @@ struct Block {
   }
 };
 
+// A graph's communication nodes: its own list, or (a graph kept renamed, chakra::TraceSet) its
+// base's nodes, whose kinds, nodes and tags it shares, with its own peers and groups.
+struct CommList {
+  std::span<const CommNode> nodes;
+  std::span<const uint32_t> peers;  // empty: the nodes' own
+  size_t size() const { return nodes.size(); }
+  uint32_t peer(size_t k) const { return peers.empty() ? nodes[k].peer : peers[k]; }
+  CommNode operator[](size_t k) const {
+    CommNode node = nodes[k];
+    node.peer = peer(k);
+    return node;
+  }
+};
+
 struct RankComm {
-  std::span<const CommNode> nodes;  // its graph's (graph_comm), not copied per rank
-  std::vector<uint32_t> label;      // per comm node: the head of its block (collectives: itself)
+  CommList nodes;               // its graph's, not copied per rank
+  std::vector<uint32_t> label;  // per comm node: the head of its block (collectives: itself)
   std::vector<Block> sends;
   std::vector<Block> recvs;
 };
@@ -155,6 +169,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
     return verdict;
   };
   const chakra::TraceSet& traces = *in.traces;
+  // A node's id, for messages: ids are structure, so a graph kept renamed is not built for it.
+  auto node_id = [&](Rank rank, NodeIndex node) {
+    return traces.graph(traces.base(traces.graph_index(rank))).id(node);
+  };
   const net::Topology& topology = *in.topology;
   const std::vector<std::vector<Rank>>& groups = *in.group_ranks;
   const uint32_t rank_count = topology.rank_count();
@@ -172,8 +190,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   {
     std::map<const void*, uint32_t> by_structure;
     for (uint32_t index = 0; index < graph_count; ++index) {
+      // A graph kept renamed has its base's structure (without being built).
       first_of[index] =
-          by_structure.try_emplace(traces.graph(index).structure(), index).first->second;
+          by_structure.try_emplace(traces.graph(traces.base(index)).structure(), index)
+              .first->second;
     }
     parallel_for(graph_count, in.threads, [&](size_t index) {
       if (first_of[index] == index)
@@ -186,7 +206,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   {
     std::vector<uint8_t> like_first(graph_count, 0);
     parallel_for(graph_count, in.threads, [&](size_t index) {
-      if (first_of[index] != index) {
+      if (first_of[index] != index && traces.renaming(static_cast<uint32_t>(index)) != nullptr &&
+          first_of[index] == traces.base(static_cast<uint32_t>(index))) {
+        like_first[index] = 1;  // renamed from the first, which holds its own values
+      } else if (first_of[index] != index) {
         const TraceGraph& first = traces.graph(first_of[index]);
         const TraceGraph& graph = traces.graph(static_cast<uint32_t>(index));
         // A graph renamed from the first (which holds its own values) differs from it in peers and
@@ -226,6 +249,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   // A graph sharing another's tables has its nodes and types: its list is the first graph's with
   // the nodes it patched read again (a rank renamed from its stage's holds a few thousand).
   std::vector<std::vector<CommNode>> graph_comm(graph_count);
+  // A graph kept renamed: its peers and groups by comm node of its base (graph_comm empty).
+  std::vector<std::vector<uint32_t>> graph_peers(graph_count);
+  // Graphs read whole: each collective's pg_name value (kNoString: none), for renaming.
+  std::vector<std::vector<chakra::StringId>> graph_pg(graph_count);
   std::vector<std::string> graph_problem(graph_count);
   bool memory_nodes = false;
   {
@@ -246,8 +273,11 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
               fmt::format("{} node {}: {}", graph.source(), graph.id(node), what);
         }
       };
-      // The node's entry, if it is a point-to-point node or a collective the engine runs.
+      // The node's entry, if it is a point-to-point node or a collective the engine runs; the
+      // collective's pg_name value goes to `pg_value`.
+      chakra::StringId pg_value = chakra::kNoString;
       auto entry = [&](NodeIndex node) -> std::optional<CommNode> {
+        pg_value = chakra::kNoString;
         const int32_t type = graph.type(node);
         if (type == ChakraProtoMsg::COMM_SEND_NODE || type == ChakraProtoMsg::COMM_RECV_NODE) {
           const bool send = type == ChakraProtoMsg::COMM_SEND_NODE;
@@ -283,6 +313,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
         Expected<std::optional<std::string_view>> pg = graph.get_string(node, pg_key);
         const chakra::Attribute* value =
             pg && pg->has_value() ? graph.find_attribute(node, pg_key.id) : nullptr;
+        if (value != nullptr) pg_value = value->str;
         if (value != nullptr) {
           if (const auto cached = group_of_string.find(value->str);
               cached != group_of_string.end()) {
@@ -307,7 +338,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
             has_memory[index] = 1;
             continue;
           }
-          if (std::optional<CommNode> comm = entry(node)) out.push_back(*comm);
+          if (std::optional<CommNode> comm = entry(node)) {
+            out.push_back(*comm);
+            graph_pg[index].push_back(pg_value);
+          }
         }
         return;
       }
@@ -329,14 +363,80 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
       }
       out.insert(out.end(), first.begin() + static_cast<std::ptrdiff_t>(k), first.end());
     };
-    std::vector<uint32_t> firsts, others;
+    // A graph kept renamed: its base's list, with peers and groups renamed as its graph would
+    // have them (TraceGraph::renamed_from), without building the graph.
+    auto read_renamed = [&](size_t index) {
+      const uint32_t b = traces.base(static_cast<uint32_t>(index));
+      const TraceGraph::Renaming& renaming = *traces.renaming(static_cast<uint32_t>(index));
+      has_memory[index] = has_memory[b];
+      if (!graph_problem[b].empty()) {
+        graph_problem[index] = graph_problem[b];
+        return;
+      }
+      const TraceGraph& base = traces.graph(b);
+      const chakra::AttributeKey pg_key = base.key("pg_name");
+      const std::vector<CommNode>& nodes = graph_comm[b];
+      std::vector<uint32_t>& peers = graph_peers[index];
+      peers.resize(nodes.size());
+      std::vector<std::pair<chakra::StringId, uint32_t>> group_of_string;  // few per rank
+      for (size_t k = 0; k < nodes.size(); ++k) {
+        const CommNode& node = nodes[k];
+        peers[k] = node.peer;
+        if (node.kind != CommKind::kCollective) {
+          const auto found =
+              std::lower_bound(renaming.peers.begin(), renaming.peers.end(), int64_t{node.peer},
+                               [](const std::pair<int64_t, int64_t>& entry, int64_t key) {
+                                 return entry.first < key;
+                               });
+          if (found == renaming.peers.end() || found->first != node.peer) continue;
+          if (found->second < 0 || found->second >= rank_count) {
+            graph_problem[index] =
+                fmt::format("{} node {}: a point-to-point node without a valid peer or tag",
+                            traces.source(static_cast<uint32_t>(index)), base.id(node.node));
+            return;
+          }
+          peers[k] = static_cast<uint32_t>(found->second);
+          continue;
+        }
+        const chakra::StringId pg = graph_pg[b][k];
+        if (pg == chakra::kNoString || renaming.groups.empty()) continue;
+        const auto cached = std::find_if(
+            group_of_string.begin(), group_of_string.end(),
+            [&](const std::pair<chakra::StringId, uint32_t>& e) { return e.first == pg; });
+        if (cached != group_of_string.end()) {
+          peers[k] = cached->second;
+          continue;
+        }
+        const std::string_view text = **base.get_string(node.node, pg_key);
+        const auto found = std::lower_bound(renaming.groups.begin(), renaming.groups.end(), text,
+                                            [](const std::pair<std::string, std::string>& entry,
+                                               std::string_view key) { return entry.first < key; });
+        if (found != renaming.groups.end() && found->first == text) {
+          const auto group = in.group_ids->find(found->second);
+          if (group == in.group_ids->end()) {
+            graph_problem[index] = fmt::format(
+                "{} node {}: pg_name '{}' names no communicator group",
+                traces.source(static_cast<uint32_t>(index)), base.id(node.node), found->second);
+            return;
+          }
+          peers[k] = group->second;
+        }
+        group_of_string.emplace_back(pg, peers[k]);
+      }
+    };
+    std::vector<uint32_t> firsts, others, renamed;
     for (uint32_t index = 0; index < graph_count; ++index) {
+      if (traces.renaming(index) != nullptr && first_of[index] == traces.base(index)) {
+        renamed.push_back(index);
+        continue;
+      }
       const bool whole =
           first_of[index] == index || traces.graph(first_of[index]).patched_count() != 0;
       (whole ? firsts : others).push_back(index);
     }
     parallel_for(firsts.size(), in.threads, [&](size_t k) { read_graph(firsts[k]); });
     parallel_for(others.size(), in.threads, [&](size_t k) { read_graph(others[k]); });
+    parallel_for(renamed.size(), in.threads, [&](size_t k) { read_renamed(renamed[k]); });
     for (uint32_t index = 0; index < graph_count; ++index) {
       if (!graph_problem[index].empty()) return no(graph_problem[index]);
       memory_nodes = memory_nodes || has_memory[index] != 0;
@@ -348,6 +448,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   {
     bool uses[4] = {false, false, false, false};
     for (uint32_t index = 0; index < graph_count; ++index) {
+      if (graph_comm[index].empty()) continue;  // none, or its base's (kept renamed)
       const TraceGraph& graph = traces.graph(index);
       const chakra::AttributeKey type_key = graph.key("comm_type");
       for (const CommNode& comm : graph_comm[index]) {
@@ -363,6 +464,16 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
             algorithm_lists_problem(uses, *in.system, topology, /*congestion_aware=*/false);
         !problem.empty()) {
       return no(std::move(problem));
+    }
+  }
+
+  // Every graph's list: a graph kept renamed reads its base's nodes with its own peers.
+  std::vector<CommList> graph_list(graph_count);
+  for (uint32_t index = 0; index < graph_count; ++index) {
+    if (!graph_peers[index].empty()) {
+      graph_list[index] = {graph_comm[traces.base(index)], graph_peers[index]};
+    } else {
+      graph_list[index] = {graph_comm[index], {}};
     }
   }
 
@@ -384,8 +495,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
       for (Rank rank = 0; rank < rank_count; ++rank) {
         signature.clear();
         signature.push_back(colour[rank]);
-        for (const CommNode& comm : graph_comm[traces.graph_index(rank)]) {
-          if (comm.kind != CommKind::kCollective) signature.push_back(colour[comm.peer]);
+        const CommList& list = graph_list[traces.graph_index(rank)];
+        for (size_t k = 0; k < list.size(); ++k) {
+          if (list.nodes[k].kind != CommKind::kCollective)
+            signature.push_back(colour[list.peer(k)]);
         }
         next[rank] =
             numbers.try_emplace(signature, static_cast<uint32_t>(numbers.size())).first->second;
@@ -420,14 +533,14 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   parallel_for(rank_count, in.threads, [&](size_t index) {
     const auto rank = static_cast<Rank>(index);
     RankComm& mine = comm[rank];
-    mine.nodes = graph_comm[traces.graph_index(rank)];
+    mine.nodes = graph_list[traces.graph_index(rank)];
     mine.label.resize(mine.nodes.size());
     for (uint32_t k = 0; k < mine.nodes.size(); ++k) {
-      const CommNode& node = mine.nodes[k];
+      const CommNode& node = mine.nodes.nodes[k];
       mine.label[k] = k;
       if (node.kind == CommKind::kCollective) continue;
       std::vector<Block>& blocks = node.kind == CommKind::kSend ? mine.sends : mine.recvs;
-      blocks.push_back({node.peer, node.tag, k, 1});
+      blocks.push_back({mine.nodes.peer(k), node.tag, k, 1});
     }
     for (std::vector<Block>* blocks : {&mine.sends, &mine.recvs}) {
       std::stable_sort(blocks->begin(), blocks->end());
@@ -484,7 +597,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
     return fmt::format(
         "the collective at rank {} node {} runs over group {}, whose ranks {} and {} are in "
         "different classes: {}",
-        at, traces.rank_graph(at).id(node), group_name(group), at, other, why);
+        at, node_id(at, node), group_name(group), at, other, why);
   };
   // Dimensions where some collective runs in-switch (its switch waits for every member).
   uint32_t in_switch = 0;
@@ -574,7 +687,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
           return no(
               fmt::format("rank {} node {} runs a collective over group {}, which does not "
                           "contain it",
-                          rank, traces.rank_graph(rank).id(node), group_name(group)));
+                          rank, node_id(rank, node), group_name(group)));
         }
         if (group_class[group] != c) {
           // A group across classes runs for real among representatives: its representatives'
@@ -590,16 +703,15 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
             return no(
                 fmt::format("group {} (rank {} node {}) is not a sub-grid of the network "
                             "and {}",
-                            group_name(group), rank, traces.rank_graph(rank).id(node), problem));
+                            group_name(group), rank, node_id(rank, node), problem));
           }
         }
         if (group_mask[group] != group_mask[rep_group] ||
             groups[group].size() != groups[rep_group].size()) {
-          return no(
-              fmt::format("groups {} and {} (node {} of ranks {} and {}) span different "
-                          "dimensions",
-                          group_name(group), group_name(rep_group),
-                          traces.rank_graph(rank).id(node), rank, rep));
+          return no(fmt::format(
+              "groups {} and {} (node {} of ranks {} and {}) span different "
+              "dimensions",
+              group_name(group), group_name(rep_group), node_id(rank, node), rank, rep));
         }
         uint32_t& stands_for = verdict.group_representative[group];
         if (stands_for == kNoGroupId) stands_for = rep_group;
@@ -608,7 +720,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
           return no(
               fmt::format("rank {} uses its groups at other nodes than rank {} does (group "
                           "{} at node {})",
-                          rank, rep, group_name(group), traces.rank_graph(rank).id(node)));
+                          rank, rep, group_name(group), node_id(rank, node)));
         }
         if (reverse[rep_group] == kNoGroupId) touched.push_back(rep_group);
         reverse[rep_group] = group;
@@ -629,18 +741,17 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
         const NodeIndex node = mine.node;
         if (plan->class_of[mine.peer] != other_class) {
           return no(fmt::format("rank {} node {} and rank {} exchange with different classes", rank,
-                                traces.rank_graph(rank).id(node), rep));
+                                node_id(rank, node), rep));
         }
         if (geometry(topology, rank, mine.peer) != distance) {
           return no(
               fmt::format("the message of rank {} node {} travels another distance than rank {}'s",
-                          rank, traces.rank_graph(rank).id(node), rep));
+                          rank, node_id(rank, node), rep));
         }
         if (stamp[mine.peer] == stamp_value) {
           return no(
               fmt::format("two ranks of one class {} rank {} at the same node (rank {} node {})",
-                          send ? "send to" : "receive from", mine.peer, rank,
-                          traces.rank_graph(rank).id(node)));
+                          send ? "send to" : "receive from", mine.peer, rank, node_id(rank, node)));
         }
         stamp[mine.peer] = stamp_value;
       }
@@ -659,7 +770,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
           return no(
               fmt::format("rank {} node {}: its sends to rank {} (tag {}) are not matched "
                           "one for one by receives there",
-                          rank, traces.rank_graph(rank).id(mine.node), mine.peer, mine.tag));
+                          rank, node_id(rank, mine.node), mine.peer, mine.tag));
         }
         if (receive_head == UINT32_MAX) receive_head = block->head;
         if (block->head != receive_head) {

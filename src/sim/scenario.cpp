@@ -36,9 +36,8 @@ Status check_traces(const Scenario::Inputs& inputs, uint32_t ranks,
     const uint32_t index = traces.graph_index(rank);
     const chakra::ValidationReport& report = traces.report(index);
     const std::string& where = !traces.rank_path(rank).empty() ? traces.rank_path(rank)
-                               : !traces.graph(index).source().empty()
-                                   ? traces.graph(index).source()
-                                   : traces.name();
+                               : !traces.source(index).empty() ? traces.source(index)
+                                                               : traces.name();
     if (!report.passes(inputs.settings.mode)) {
       std::string lines;
       for (const std::string& line : report.summary_lines(3)) lines += "\n  " + line;
@@ -74,10 +73,12 @@ Expected<std::shared_ptr<const chakra::CommGroups>> resolve_groups(const Scenari
   const uint32_t running = traces.uniform() ? 1 : ranks;
   for (uint32_t rank = 0; rank < running; ++rank) {
     const uint32_t index = traces.graph_index(rank);
-    const chakra::TraceGraph& graph = traces.graph(index);
+    // METADATA nodes' ids and IOInfo are structure: a graph kept renamed reads its base's.
+    const chakra::TraceGraph& graph = traces.graph(traces.base(index));
+    const std::string& source = traces.source(index);
     for (const chakra::NodeIndex node : traces.metadata_nodes(index)) {
-      const std::string where = fmt::format(
-          "{} node {}", graph.source().empty() ? traces.name() : graph.source(), graph.id(node));
+      const std::string where =
+          fmt::format("{} node {}", source.empty() ? traces.name() : source, graph.id(node));
       if (Status status =
               chakra::add_groups_from_metadata(graph.inputs_values(node), where, *groups);
           !status) {

@@ -188,7 +188,7 @@ TEST(InferenceClasses, every_rank_is_its_stage_representative_renamed) {
 void expect_class_files_read_as_rank_files(
     const std::function<Expected<GeneratedTraces>(const std::string&, const RankFileOptions&)>&
         write,
-    bool gzip, size_t classes) {
+    bool gzip, size_t classes, size_t kept_renamed) {
   test::TempDir dir;
   RankFileOptions options;
   options.threads = 2;
@@ -210,7 +210,22 @@ void expect_class_files_read_as_rank_files(
   Expected<std::shared_ptr<const chakra::TraceSet>> b =
       chakra::TraceSet::load(dir.file("classes/w"));
   ASSERT_TRUE(b) << b.error().message();
-  expect_same_ranks(**b, **a);
+  // Every rank but a class's own is kept as its class and renaming, built only when asked for.
+  const chakra::TraceSet& set = **b;
+  size_t kept = 0;
+  for (uint32_t rank = 0; rank < set.rank_count(); ++rank) {
+    const uint32_t index = set.graph_index(rank);
+    if (set.renaming(index) == nullptr) continue;
+    ++kept;
+    EXPECT_EQ(set.renaming(set.base(index)), nullptr);
+    EXPECT_EQ(set.source(index), fmt::format("{} as rank {}", set.rank_path(rank), rank));
+  }
+  EXPECT_EQ(kept, kept_renamed);
+  const size_t before = set.memory_bytes();
+  expect_same_ranks(set, **a);
+  if (kept > 0) {
+    EXPECT_GT(set.memory_bytes(), before);  // the renamed graphs, now built
+  }
 }
 
 TEST(ClassFiles, gen_llm_classes_read_back_as_its_rank_files) {
@@ -228,7 +243,7 @@ TEST(ClassFiles, gen_llm_classes_read_back_as_its_rank_files) {
         [&](const std::string& prefix, const RankFileOptions& options) {
           return write_llm_traces(*generator, prefix, options);
         },
-        gzip, 4);  // one class per stage
+        gzip, 4, 12);  // one class per stage; 16 ranks
   }
 }
 
@@ -244,7 +259,7 @@ TEST(ClassFiles, gen_inference_and_dlrm_classes_read_back_as_their_rank_files) {
       [&](const std::string& prefix, const RankFileOptions& options) {
         return write_inference_traces(*inference, prefix, options);
       },
-      false, 3);
+      false, 3, 3);
   // DLRM ranks are grouped by identical programs: data-parallel MLPs with every table
   // row-wise sharded over all ranks give one program for all of them.
   DlrmPlan dlrm_plan;
@@ -257,7 +272,7 @@ TEST(ClassFiles, gen_inference_and_dlrm_classes_read_back_as_their_rank_files) {
       [&](const std::string& prefix, const RankFileOptions& options) {
         return write_dlrm_traces(*dlrm, prefix, options);
       },
-      false, 1);
+      false, 1, 0);
 }
 
 }  // namespace llm_classes_test
