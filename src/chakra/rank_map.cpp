@@ -142,30 +142,18 @@ class FastRankMap : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool start_array(std::size_t) override {
-    switch (at_) {
-      case At::kClassesKey:
-        at_ = At::kClasses;
-        return true;
-      case At::kRanksKey:
-        at_ = At::kRanks;
-        return true;
-      case At::kPeersKey:
-        at_ = At::kPeers;
-        return true;
-      case At::kGroupsKey:
-        at_ = At::kGroups;
-        return true;
-      case At::kPeers:
-        at_ = At::kPeerPair;
-        pair_size_ = 0;
-        return true;
-      case At::kGroups:
-        at_ = At::kGroupPair;
-        pair_size_ = 0;
-        return true;
-      default:
-        return false;
+    // Where each list may open, and what it holds.
+    static constexpr std::pair<At, At> kOpens[] = {
+        {At::kClassesKey, At::kClasses}, {At::kRanksKey, At::kRanks},
+        {At::kPeersKey, At::kPeers},     {At::kGroupsKey, At::kGroups},
+        {At::kPeers, At::kPeerPair},     {At::kGroups, At::kGroupPair}};
+    for (const auto& [from, to] : kOpens) {
+      if (at_ != from) continue;
+      at_ = to;
+      pair_size_ = 0;
+      return true;
     }
+    return false;
   }
   bool end_array() override {
     switch (at_) {

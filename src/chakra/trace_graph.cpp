@@ -327,6 +327,21 @@ std::vector<NodeIndex> TraceGraph::renamable_nodes() const {
   return out;
 }
 
+const std::pair<int64_t, int64_t>* TraceGraph::Renaming::find_peer(int64_t from) const {
+  const auto found = std::lower_bound(
+      peers.begin(), peers.end(), from,
+      [](const std::pair<int64_t, int64_t>& entry, int64_t key) { return entry.first < key; });
+  return found != peers.end() && found->first == from ? &*found : nullptr;
+}
+
+const std::pair<std::string, std::string>* TraceGraph::Renaming::find_group(
+    std::string_view from) const {
+  const auto found = std::lower_bound(groups.begin(), groups.end(), from,
+                                      [](const std::pair<std::string, std::string>& entry,
+                                         std::string_view key) { return entry.first < key; });
+  return found != groups.end() && found->first == from ? &*found : nullptr;
+}
+
 TraceGraph TraceGraph::renamed_from(const TraceGraph& base, const Renaming& renaming,
                                     std::span<const NodeIndex> candidates) {
   assert(base.patched_count() == 0 && "renamed_from: the base must hold its own values");
@@ -334,14 +349,15 @@ TraceGraph TraceGraph::renamed_from(const TraceGraph& base, const Renaming& rena
   const Tables& t = *base.t_;
   const StringId src = base.key("comm_src").id, dst = base.key("comm_dst").id;
   const StringId pg = base.key("pg_name").id;
-  // The renamed groups as this graph's string ids, resolved once.
-  std::vector<std::pair<std::string_view, StringId>> groups;
-  groups.reserve(renaming.groups.size());
+  // The renamed groups' targets as this graph's string ids (by position in renaming.groups),
+  // resolved once.
+  std::vector<StringId> group_ids;
+  group_ids.reserve(renaming.groups.size());
   for (const auto& [from, to] : renaming.groups) {
     const std::optional<StringId> shared = t.strings_.find(to);
-    groups.emplace_back(
-        from, shared ? *shared
-                     : static_cast<StringId>(t.strings_.size()) + graph.extra_strings_.intern(to));
+    group_ids.push_back(shared ? *shared
+                               : static_cast<StringId>(t.strings_.size()) +
+                                     graph.extra_strings_.intern(to));
   }
   std::vector<Attribute> values;
   for (const NodeIndex node : candidates) {
@@ -352,21 +368,19 @@ TraceGraph TraceGraph::renamed_from(const TraceGraph& base, const Renaming& rena
       const bool integer =
           is_signed_scalar(value.value_case) || is_unsigned_scalar(value.value_case);
       if ((value.name == src || value.name == dst) && integer) {
-        const auto found = std::lower_bound(renaming.peers.begin(), renaming.peers.end(), value.i,
-                                            [](const std::pair<int64_t, int64_t>& entry,
-                                               int64_t key) { return entry.first < key; });
-        if (found != renaming.peers.end() && found->first == value.i && found->second != value.i) {
+        const auto* found = renaming.find_peer(value.i);
+        if (found != nullptr && found->second != value.i) {
           value.i = found->second;  // peers are non-negative: the same bits signed or unsigned
           differs = true;
         }
       } else if (value.name == pg && (value.value_case == ValueCase::kStringVal ||
                                       value.value_case == ValueCase::kBytesVal)) {
-        const std::string_view text = base.string(value.str);
-        const auto found = std::lower_bound(groups.begin(), groups.end(), text,
-                                            [](const std::pair<std::string_view, StringId>& entry,
-                                               std::string_view key) { return entry.first < key; });
-        if (found != groups.end() && found->first == text && found->second != value.str) {
-          value.str = found->second;
+        const auto* found = renaming.find_group(base.string(value.str));
+        const StringId to = found == nullptr
+                                ? value.str
+                                : group_ids[static_cast<size_t>(found - renaming.groups.data())];
+        if (to != value.str) {
+          value.str = to;
           differs = true;
         }
       }

@@ -123,6 +123,9 @@ class TraceGraph {
   struct Renaming {
     std::vector<std::pair<int64_t, int64_t>> peers;
     std::vector<std::pair<std::string, std::string>> groups;
+    // The entry renaming `from`, nullptr when `from` stays. O(log entries).
+    const std::pair<int64_t, int64_t>* find_peer(int64_t from) const;
+    const std::pair<std::string, std::string>* find_group(std::string_view from) const;
   };
   // Base's nodes with a comm_src, comm_dst or pg_name attribute, ascending: what renamed_from
   // looks at. Compute it once per base.

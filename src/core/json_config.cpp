@@ -118,9 +118,7 @@ Expected<JsonConfig> JsonConfig::parse(const std::string& path, std::string text
   constexpr int kMaxDepth = 64;
   KeyCheck check(kMaxDepth);
   nlohmann::json::sax_parse(config.text_, &check);
-  const bool too_deep = check.too_deep;
-  const std::optional<std::pair<std::string, int>>& duplicate = check.duplicate;
-  if (too_deep) {
+  if (check.too_deep) {
     return Error::make(ErrorKind::kParse, "{}: lists or objects nested more than {} deep", path,
                        kMaxDepth);
   }
@@ -149,7 +147,7 @@ Expected<JsonConfig> JsonConfig::parse(const std::string& path, std::string text
     if (line > 0) return Error::make(ErrorKind::kParse, "{}:{}: {}", path, line, message);
     return Error::make(ErrorKind::kParse, "{}: {}", path, message);
   }
-  if (duplicate) {
+  if (const std::optional<std::pair<std::string, int>>& duplicate = check.duplicate) {
     const int line = line_of_key(config.text_, duplicate->first, duplicate->second);
     const int first = line_of_key(config.text_, duplicate->first, 0);
     return Error::make(ErrorKind::kConfig,

@@ -313,8 +313,8 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
         Expected<std::optional<std::string_view>> pg = graph.get_string(node, pg_key);
         const chakra::Attribute* value =
             pg && pg->has_value() ? graph.find_attribute(node, pg_key.id) : nullptr;
-        if (value != nullptr) pg_value = value->str;
         if (value != nullptr) {
+          pg_value = value->str;
           if (const auto cached = group_of_string.find(value->str);
               cached != group_of_string.end()) {
             return CommNode{CommKind::kCollective, node, cached->second, 0};
@@ -383,12 +383,8 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
         const CommNode& node = nodes[k];
         peers[k] = node.peer;
         if (node.kind != CommKind::kCollective) {
-          const auto found =
-              std::lower_bound(renaming.peers.begin(), renaming.peers.end(), int64_t{node.peer},
-                               [](const std::pair<int64_t, int64_t>& entry, int64_t key) {
-                                 return entry.first < key;
-                               });
-          if (found == renaming.peers.end() || found->first != node.peer) continue;
+          const auto* found = renaming.find_peer(node.peer);
+          if (found == nullptr) continue;
           if (found->second < 0 || found->second >= rank_count) {
             graph_problem[index] =
                 fmt::format("{} node {}: a point-to-point node without a valid peer or tag",
@@ -407,11 +403,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
           peers[k] = cached->second;
           continue;
         }
-        const std::string_view text = **base.get_string(node.node, pg_key);
-        const auto found = std::lower_bound(renaming.groups.begin(), renaming.groups.end(), text,
-                                            [](const std::pair<std::string, std::string>& entry,
-                                               std::string_view key) { return entry.first < key; });
-        if (found != renaming.groups.end() && found->first == text) {
+        if (const auto* found = renaming.find_group(**base.get_string(node.node, pg_key))) {
           const auto group = in.group_ids->find(found->second);
           if (group == in.group_ids->end()) {
             graph_problem[index] = fmt::format(
