@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "design/libra_input.h"
+#include "scratch_dir.h"
 
 // Some inputs are the public files in ../shared/data; without that folder these tests skip.
 #define SKIP_WITHOUT_SHARED_DATA()                            \
@@ -19,9 +20,7 @@ std::string libra_input(const std::string& relative) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "orrery_libra_test";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / name).string();
+  const std::string path = (test::scratch_dir("libra-input") / name).string();
   std::ofstream(path) << text;
   return path;
 }

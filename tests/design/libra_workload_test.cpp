@@ -18,6 +18,7 @@
 #include "design/libra_input.h"
 #include "design/libra_model.h"
 #include "gen/gen_test_support.h"
+#include "scratch_dir.h"
 #include "workload/executor.h"
 
 // Some inputs are the public files in ../shared/data; without that folder these tests skip.
@@ -35,9 +36,7 @@ std::vector<Dimension> network(std::initializer_list<uint32_t> sizes) {
 }
 
 std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "orrery-libra-workload-test";
-  std::filesystem::create_directories(dir);
-  return dir / name;
+  return test::scratch_dir("libra-workload") / name;
 }
 
 // An A100-like roofline: 312 TFLOPS, 2,039 GB/s.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/run_command.h"
+#include "scratch_dir.h"
 
 // Some inputs are the public files in ../shared/data; without that folder these tests skip.
 #define SKIP_WITHOUT_SHARED_DATA()                            \
@@ -30,9 +31,7 @@ std::string example(const std::string& name) {
 }
 
 std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "orrery-libra-e2e";
-  std::filesystem::create_directories(dir);
-  return dir / name;
+  return test::scratch_dir("libra-e2e") / name;
 }
 
 void write_text(const std::string& path, const std::string& text) {
