@@ -3,6 +3,8 @@
 //
 //   BM_EngineHold/100000       10^7 events through EventEngine (dispatch included), 10^5 pending
 //   BM_QueueHold/...           the bare EventQueue (push + pop), for several pending counts
+//   BM_QueueHoldNs/...         the same with delays in whole nanoseconds, as runs mostly have
+//                              (buckets of one time, moved whole when spread)
 //   BM_BinaryHeapHold/...      std::priority_queue of the same 32-byte events, as a baseline
 #include <benchmark/benchmark.h>
 
@@ -71,7 +73,7 @@ void BM_EngineHold(benchmark::State& state) {
 }
 BENCHMARK(BM_EngineHold)->Arg(100'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_QueueHold(benchmark::State& state) {
+void queue_hold(benchmark::State& state, int64_t unit_ps) {
   const int64_t pending = state.range(0);
   int64_t handled = 0;
   for (auto _ : state) {
@@ -80,13 +82,13 @@ void BM_QueueHold(benchmark::State& state) {
     Random random{42};
     for (int64_t idx = 0; idx < pending; ++idx) {
       Event event;
-      event.time = SimTime::from_ps(random.delay());
+      event.time = SimTime::from_ps(random.delay() / unit_ps * unit_ps);
       (void)queue.push(event);
     }
     state.ResumeTiming();
     for (int64_t idx = 0; idx < kTotalEvents; ++idx) {
       Event event = queue.pop();
-      event.time = event.time + SimTime::from_ps(random.delay());
+      event.time = event.time + SimTime::from_ps(random.delay() / unit_ps * unit_ps);
       (void)queue.push(event);
     }
     benchmark::DoNotOptimize(queue.size());
@@ -94,12 +96,16 @@ void BM_QueueHold(benchmark::State& state) {
   }
   state.SetItemsProcessed(handled);
 }
+void BM_QueueHold(benchmark::State& state) { queue_hold(state, 1); }
 BENCHMARK(BM_QueueHold)
     ->Arg(1'000)
     ->Arg(100'000)
     ->Arg(1'000'000)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+void BM_QueueHoldNs(benchmark::State& state) { queue_hold(state, 1000); }
+BENCHMARK(BM_QueueHoldNs)->Arg(1'000)->Arg(100'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 struct Later {
   bool operator()(const Event& a, const Event& b) const {

@@ -46,17 +46,22 @@ uint32_t EventQueue::take_block() {
 
 void EventQueue::append(int level, int slot, const Event& event) {
   Bucket& bucket = buckets_[level][slot];
+  const auto time = static_cast<uint64_t>(event.time.ps());
   if (bucket.tail == kNoBlock) {
     const uint32_t block = take_block();
     bucket.head = bucket.tail = block;
     bucket.head_pos = bucket.tail_pos = 0;
+    bucket.time = time;
     masks_[level][slot / 64] |= uint64_t{1} << (slot % 64);
     level_mask_ |= 1u << level;
-  } else if (bucket.tail_pos == kBlockEvents) {
-    const uint32_t block = take_block();
-    block_next_[bucket.tail] = block;
-    bucket.tail = block;
-    bucket.tail_pos = 0;
+  } else {
+    if (bucket.time != time) bucket.time = kMixedTimes;
+    if (bucket.tail_pos == kBlockEvents) {
+      const uint32_t block = take_block();
+      block_next_[bucket.tail] = block;
+      bucket.tail = block;
+      bucket.tail_pos = 0;
+    }
   }
   blocks_[bucket.tail]->events[bucket.tail_pos++] = event;
 }
@@ -98,6 +103,17 @@ void EventQueue::spread(int level, int slot) {
   if (level_empty) level_mask_ &= ~(1u << level);
 
   last_ = slot_lower_bound(last_, level, slot, kDigitBits);
+  if (source.time != kMixedTimes) {
+    // One time: the whole chain goes to one bucket, empty like every bucket below `level`.
+    int target_level = 0;
+    int target_slot = 0;
+    place(source.time, target_level, target_slot);
+    assert(target_level < level && buckets_[target_level][target_slot].tail == kNoBlock);
+    buckets_[target_level][target_slot] = source;
+    masks_[target_level][target_slot / 64] |= uint64_t{1} << (target_slot % 64);
+    level_mask_ |= 1u << target_level;
+    return;
+  }
   // Walking the chain in order keeps every target bucket (all empty before) in insertion order;
   // blocks return to the pool as soon as they are read, so the pool does not grow while spreading.
   for (uint32_t block = source.head; block != kNoBlock;) {
@@ -178,6 +194,7 @@ SimTime EventQueue::next_time() const {
   }
   const int level = lowest_level();
   const Bucket& bucket = buckets_[level][lowest_slot(level)];
+  if (bucket.time != kMixedTimes) return SimTime::from_ps(static_cast<int64_t>(bucket.time));
   uint64_t min_time = std::numeric_limits<uint64_t>::max();
   for (uint32_t block = bucket.head; block != kNoBlock; block = block_next_[block]) {
     const Block& data = *blocks_[block];
