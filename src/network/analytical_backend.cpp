@@ -7,13 +7,21 @@
 
 namespace orrery::net {
 
+namespace {
+
+// hops x latency + serialization within dimension `dim`, from coordinate `from` to `to`.
+SimTime delay_in(const Topology& topology, uint32_t dim, uint32_t from, uint32_t to,
+                 SimTime serialization) {
+  return topology.dimension(dim).latency * topology.hops(dim, from, to) + serialization;
+}
+
+}  // namespace
+
 SimTime analytical_delay(const Topology& topology, Rank src, Rank dst, uint64_t bytes) {
   const uint32_t dim = topology.lowest_differing_dimension(src, dst);
   if (dim == kNoDimension) return SimTime::zero();
-  const Dimension& spec = topology.dimension(dim);
-  const uint32_t hops =
-      topology.hops(dim, topology.coordinate(src, dim), topology.coordinate(dst, dim));
-  return spec.latency * hops + spec.bandwidth.serialization_time(bytes);
+  return delay_in(topology, dim, topology.coordinate(src, dim), topology.coordinate(dst, dim),
+                  topology.dimension(dim).bandwidth.serialization_time(bytes));
 }
 
 AnalyticalBackend::AnalyticalBackend(EventEngine& engine, Topology topology, TimeRounding rounding)
@@ -42,18 +50,6 @@ void AnalyticalBackend::occupy(uint32_t slot, uint64_t bytes, SimTime serializat
   present.push(delivery);
   counters.present = static_cast<uint32_t>(present.size());
   counters.peak = std::max(counters.peak, counters.present);
-}
-
-void AnalyticalBackend::walk_route(Rank src, Rank dst, uint64_t bytes, SimTime serialization,
-                                   SimTime delivery) {
-  const uint32_t dim = topology_.lowest_differing_dimension(src, dst);
-  if (dim == kNoDimension) return;
-  const Rank target = topology_.peer(src, dim, topology_.coordinate(dst, dim));
-  for (NodeId at = src; at != target;) {
-    const Hop hop = topology_.next_hop(at, target);
-    occupy(links_.slot(hop.link), bytes, serialization, delivery);
-    at = hop.next;
-  }
 }
 
 uint32_t AnalyticalBackend::take_pending() {
@@ -89,12 +85,18 @@ void AnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token)
   const uint32_t index = take_pending();
   pending_[index] = Pending{token, src, dst};
 
-  SimTime delay = analytical_delay(topology_, src, dst, bytes);
-  if (rounding_ == TimeRounding::kAstraSim) delay = truncate_to_ns(delay);
+  // The delay and the route from one look at the coordinates (analytical_delay's figure).
+  SimTime delay = SimTime::zero();
   const uint32_t dim = topology_.lowest_differing_dimension(src, dst);
   if (dim != kNoDimension) {
-    walk_route(src, dst, bytes, topology_.dimension(dim).bandwidth.serialization_time(bytes),
-               engine_.now() + delay);
+    const uint32_t to = topology_.coordinate(dst, dim);
+    const SimTime serialization = topology_.dimension(dim).bandwidth.serialization_time(bytes);
+    delay = delay_in(topology_, dim, topology_.coordinate(src, dim), to, serialization);
+    if (rounding_ == TimeRounding::kAstraSim) delay = truncate_to_ns(delay);
+    const SimTime delivery = engine_.now() + delay;
+    topology_.route_in_dimension(src, dim, to, [&](LinkId link) {
+      occupy(links_.slot(link), bytes, serialization, delivery);
+    });
   }
   (void)engine_.schedule_after(delay, id_, 0, index);
 }

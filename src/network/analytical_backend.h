@@ -40,7 +40,8 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
   std::string_view name() const override { return "analytical"; }
   const Topology& topology() const override { return topology_; }
   void set_listener(DeliveryListener& listener) override;
-  // O(hops) for statistics, one event.
+  // O(hops) for statistics (each link crossed is charged the bytes and busy time and counts the
+  // message present until its delivery), one event.
   void send(Rank src, Rank dst, uint64_t bytes, uint64_t token) override;
   // latency + serialization on the one link, one event.
   void send_switch(Rank rank, uint32_t dim, bool up, uint64_t bytes, uint64_t token) override;
@@ -56,9 +57,6 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
   };
   uint32_t take_pending();
   void handle_event(const Event& event) override;
-  // Charges bytes and busy time to each link from src towards dst, and counts the message present
-  // on it until `delivery`.
-  void walk_route(Rank src, Rank dst, uint64_t bytes, SimTime serialization, SimTime delivery);
   void occupy(uint32_t slot, uint64_t bytes, SimTime serialization, SimTime delivery);
 
   EventEngine& engine_;

@@ -548,7 +548,10 @@ void CollectiveEngine::finish_phase(uint32_t stream_id) {
 Rank CollectiveEngine::member(const Stream& stream, uint32_t index) const {
   const Phase& phase = phase_of(stream);
   if (phase.dim == kFlat) return groups_[instances_[stream.instance].group].ranks[index];
-  return topology_.peer(stream.rank, phase.dim, index);
+  // topology_.peer without its divisions: start_phase set run.index to the rank's coordinate.
+  assert(stream.run.index == topology_.coordinate(stream.rank, phase.dim));
+  const uint32_t stride = topology_.stride(phase.dim);
+  return stream.rank - stream.run.index * stride + index * stride;
 }
 
 void CollectiveEngine::start_phase(uint32_t stream_id) {

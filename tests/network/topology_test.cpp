@@ -154,6 +154,20 @@ void check_every_route(const Topology& topology) {
         at = hop.next;
       }
       EXPECT_EQ(hop_count, expected_hop_count) << src << " -> " << dst;
+
+      // route_in_dimension lists the links of the route's first dimension as next_hop walks them.
+      const uint32_t first = topology.lowest_differing_dimension(src, dst);
+      const Rank turn = topology.peer(src, first, to[first]);
+      std::vector<LinkId> walked;
+      for (NodeId at = src; at != turn;) {
+        const Hop hop = topology.next_hop(at, turn);
+        walked.push_back(hop.link);
+        at = hop.next;
+      }
+      std::vector<LinkId> listed;
+      topology.route_in_dimension(src, first, to[first],
+                                  [&](LinkId link) { listed.push_back(link); });
+      EXPECT_EQ(listed, walked) << src << " -> " << dst;
     }
   }
 }
