@@ -34,6 +34,12 @@ SimTime replay_time(const TraceGraph& graph, NodeIndex node) {
   return SimTime::from_us(micros > uint64_t{INT64_MAX} ? INT64_MAX : static_cast<int64_t>(micros));
 }
 
+// "<file>: rank r node n", as messages built with Error::with_context read.
+std::string node_place(const TraceGraph& graph, Rank rank, NodeIndex node) {
+  if (graph.source().empty()) return fmt::format("rank {} node {}", rank, graph.id(node));
+  return fmt::format("{}: rank {} node {}", graph.source(), rank, graph.id(node));
+}
+
 }  // namespace
 
 SimTime roofline_time(uint64_t flops, uint64_t bytes, double peak_tflops, double mem_bw) {
@@ -293,9 +299,7 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
   const TraceGraph& graph = *state.graph;
   state.flags[node].issued = kInFlight;
   const uint64_t cookie = node;
-  auto where = [&] {
-    return fmt::format("{} rank {} node {}", graph.source(), rank, graph.id(node));
-  };
+  auto where = [&] { return node_place(graph, rank, node); };
   auto finish_after = [&](SimTime time) {
     (void)engine_.schedule_after(time, id_, kWorkDone, pack(rank, node));
   };
@@ -454,9 +458,7 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
 
 Expected<uint32_t> WorkloadExecutor::group_of(RankState& state, NodeIndex node) {
   const TraceGraph& graph = *state.graph;
-  auto where = [&] {
-    return fmt::format("{} rank {} node {}", graph.source(), state.result.rank, graph.id(node));
-  };
+  auto where = [&] { return node_place(graph, state.result.rank, node); };
   const chakra::Attribute* attribute = graph.find_attribute(node, state.keys->pg_name.id);
   const bool is_string =
       attribute != nullptr && (attribute->value_case == chakra::ValueCase::kStringVal ||

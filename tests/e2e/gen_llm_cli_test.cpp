@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,57 @@ TEST(GenLlmCli, class_files_run_as_the_rank_files) {
   const CommandResult inspect = run_orrery({"trace", "validate", prefix});
   EXPECT_EQ(inspect.exit_code, 1);
   EXPECT_CONTAINS(inspect.err, "holds a rank map");
+}
+
+// A rank map edited by hand: a rank of a clean class is kept as its class and renaming until a run
+// needs it, so what its renaming breaks must still be found, with the same message whether the run
+// decides classes (--fast-path auto) or simulates every rank (off).
+TEST(GenLlmCli, a_hand_edited_rank_map_is_refused_by_rank_and_node_in_every_mode) {
+  TempDir dir;
+  const std::string prefix = dir.file("w");
+  const CommandResult gen =
+      run_orrery({"gen", "llm", "--model", small_model(dir), "--global-batch", "8", "--dp", "2",
+                  "--tp", "2", "--pp", "2", "--classes", "-o", prefix});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  write_ring_roofline_system(dir.file("sys.json"));
+  write(dir.file("net.yml"),
+        "topology: [ Ring, Switch, Switch ]\nnpus_count: [ 2, 2, 2 ]\nbandwidth: [ 200, 100, 50 ]\n"
+        "latency: [ 500, 500, 1000 ]\n");
+  const nlohmann::json map = nlohmann::json::parse(read_whole_file(prefix + ".ranks.json"));
+  // Rank 3 (tp 1, dp 1 of stage 0) renames the first stage's groups 1 and 5 (its tensor and data
+  // groups) and 9 (the embedding group); rank 1 sends to the next stage's rank 5 as peer 4.
+  ASSERT_EQ(map["ranks"][3]["groups"][0], nlohmann::json::array({"1", "2"}));
+  ASSERT_EQ(map["ranks"][1]["peers"][1], nlohmann::json::array({4, 5}));
+  auto run_edited = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& mode) {
+    nlohmann::json edited = map;
+    edit(edited);
+    write(prefix + ".ranks.json", edited.dump());
+    return run_orrery({"run", "-q", "-w", prefix, "-g", prefix + ".json", "-s",
+                       dir.file("sys.json"), "-n", dir.file("net.yml"), "--fast-path", mode});
+  };
+  const std::string rank3 = prefix + ".class.0.et as rank 3: rank 3 node ";
+  for (const char* mode : {"auto", "off"}) {
+    SCOPED_TRACE(mode);
+    // A group that the group file does not have.
+    const CommandResult unknown =
+        run_edited([](nlohmann::json& m) { m["ranks"][3]["groups"][0][1] = "99"; }, mode);
+    expect_clean_failure(unknown, rank3);
+    EXPECT_CONTAINS(unknown.err, "pg_name '99' names no communicator group");
+    // A group that exists but does not hold the rank.
+    const CommandResult foreign =
+        run_edited([](nlohmann::json& m) { m["ranks"][3]["groups"][0][1] = "3"; }, mode);
+    expect_clean_failure(foreign, rank3);
+    EXPECT_CONTAINS(foreign.err, "communicator group '3', which does not contain rank 3");
+    // A send turned to the wrong rank of the next stage: both ends are named, none deadlocks.
+    const CommandResult astray =
+        run_edited([](nlohmann::json& m) { m["ranks"][1]["peers"][1][1] = 6; }, mode);
+    EXPECT_EQ(astray.exit_code, 1) << astray.err;
+    EXPECT_CONTAINS(astray.err, "the run cannot finish");
+    EXPECT_CONTAINS(astray.err, "send of 131072 bytes to rank 6 (tag 1) has no matching receive");
+    EXPECT_CONTAINS(astray.err,
+                    "rank 5 node 0: receive of 131072 bytes from rank 1 (tag 1) has no "
+                    "matching send");
+  }
 }
 
 TEST(GenLlmCli, gpt3_flops_agree_with_megatron_and_memory_warns_beyond_the_device) {
