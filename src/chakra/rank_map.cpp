@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -30,6 +29,28 @@ std::optional<int64_t> as_integer(const nlohmann::json& value) {
   return std::nullopt;
 }
 
+// Sorts `pairs` by `from` and returns the first `from` given twice, nullptr when none is.
+template <typename T>
+const T* sort_and_find_repeat(std::vector<std::pair<T, T>>& pairs) {
+  std::sort(pairs.begin(), pairs.end());
+  for (size_t k = 1; k < pairs.size(); ++k) {
+    if (pairs[k].first == pairs[k - 1].first) return &pairs[k].first;
+  }
+  return nullptr;
+}
+
+// The first peer pair naming something other than a rank (0 to rank_count - 1), nullptr if none.
+const std::pair<int64_t, int64_t>* peer_out_of_range(
+    const std::vector<std::pair<int64_t, int64_t>>& peers, int64_t rank_count) {
+  for (const auto& pair : peers) {
+    if (pair.first < 0 || pair.first >= rank_count || pair.second < 0 ||
+        pair.second >= rank_count) {
+      return &pair;
+    }
+  }
+  return nullptr;
+}
+
 // A list of [from, to] pairs, sorted by `from`, each `from` once.
 template <typename T, typename Read, typename Where>
 Expected<std::vector<std::pair<T, T>>> read_pairs(const nlohmann::json& list, const Read& read,
@@ -52,12 +73,9 @@ Expected<std::vector<std::pair<T, T>>> read_pairs(const nlohmann::json& list, co
     }
     pairs.emplace_back(std::move(*from), std::move(*to));
   }
-  std::sort(pairs.begin(), pairs.end());
-  for (size_t k = 1; k < pairs.size(); ++k) {
-    if (pairs[k].first == pairs[k - 1].first) {
-      return Error::make(ErrorKind::kConfig, "{}: '{}' renames {} twice", where(), what,
-                         fmt::format("{}", pairs[k].first));
-    }
+  if (const T* repeat = sort_and_find_repeat(pairs)) {
+    return Error::make(ErrorKind::kConfig, "{}: '{}' renames {} twice", where(), what,
+                       fmt::format("{}", *repeat));
   }
   return pairs;
 }
@@ -238,20 +256,11 @@ std::optional<RankMap> read_fast(const std::string& text) {
     return std::nullopt;
   }
   const auto rank_count = static_cast<int64_t>(map.ranks.size());
-  auto unique = [](auto& pairs) {
-    std::sort(pairs.begin(), pairs.end());
-    for (size_t k = 1; k < pairs.size(); ++k) {
-      if (pairs[k].first == pairs[k - 1].first) return false;
-    }
-    return true;
-  };
   for (RankMap::Rank& rank : map.ranks) {
-    if (rank.trace >= map.classes.size() || !unique(rank.rename.peers) ||
-        !unique(rank.rename.groups)) {
+    if (rank.trace >= map.classes.size() || sort_and_find_repeat(rank.rename.peers) != nullptr ||
+        sort_and_find_repeat(rank.rename.groups) != nullptr ||
+        peer_out_of_range(rank.rename.peers, rank_count) != nullptr) {
       return std::nullopt;
-    }
-    for (const auto& [from, to] : rank.rename.peers) {
-      if (from < 0 || from >= rank_count || to < 0 || to >= rank_count) return std::nullopt;
     }
   }
   return std::move(map);
@@ -266,11 +275,10 @@ std::string class_trace_path(const std::string& prefix, uint64_t k) {
 }
 
 Expected<RankMap> read_rank_map(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (std::optional<RankMap> fast = read_fast(text)) return std::move(*fast);
-  Expected<JsonConfig> file = JsonConfig::parse(path, std::move(text));
+  Expected<std::string> text = JsonConfig::read_text(path);
+  if (!text) return text.error();
+  if (std::optional<RankMap> fast = read_fast(*text)) return std::move(*fast);
+  Expected<JsonConfig> file = JsonConfig::parse(path, std::move(*text));
   if (!file) return file.error();
   const nlohmann::json& doc = file->doc();
   if (!doc.is_object()) {
@@ -326,12 +334,10 @@ Expected<RankMap> read_rank_map(const std::string& path) {
       } else if (key == "peers") {
         auto peers = read_pairs<int64_t>(value, as_integer, where, "peers");
         if (!peers) return peers.error();
-        for (const auto& [from, to] : *peers) {
-          if (from < 0 || from >= rank_count || to < 0 || to >= rank_count) {
-            return Error::make(ErrorKind::kConfig,
-                               "{}: 'peers' renames {} to {}; peers are ranks, 0 to {}", where(),
-                               from, to, rank_count - 1);
-          }
+        if (const auto* bad = peer_out_of_range(*peers, rank_count)) {
+          return Error::make(ErrorKind::kConfig,
+                             "{}: 'peers' renames {} to {}; peers are ranks, 0 to {}", where(),
+                             bad->first, bad->second, rank_count - 1);
         }
         rank.rename.peers = std::move(*peers);
       } else if (key == "groups") {

@@ -185,14 +185,17 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load_classes(const std::stri
   // validate_trace makes says of the renamed graph what it said of the class's (structure,
   // attribute kinds and signs are kept), and the graph is built only if asked for. A rank of a
   // class with findings is built and validated now, so that its report is its own.
+  auto renames = [&](size_t r) {
+    return !map->ranks[r].rename.peers.empty() || !map->ranks[r].rename.groups.empty();
+  };
+  auto clean = [&](size_t r) {
+    return set->graphs_[entry_of_class[map->ranks[r].trace]].report.diagnostics().empty();
+  };
   std::vector<std::optional<Entry>> eager(count);
   parallel_for(count, options.threads, [&](size_t r) {
+    if (!renames(r) || clean(r)) return;
     const RankMap::Rank& rank = map->ranks[r];
     const Entry& base = set->graphs_[entry_of_class[rank.trace]];
-    if ((rank.rename.peers.empty() && rank.rename.groups.empty()) ||
-        base.report.diagnostics().empty()) {
-      return;
-    }
     TraceGraph graph = TraceGraph::renamed_from(base.graph, rank.rename, base.renamable);
     if (graph.patched_count() == 0) return;
     graph.set_source(fmt::format("{} as rank {}", class_path(rank.trace), r));
@@ -200,6 +203,7 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load_classes(const std::stri
   });
   set->rank_graph_.resize(count);
   set->paths_.resize(count);
+  // Ranks built now first: the graphs kept renamed are numbered after every graph held whole.
   for (size_t r = 0; r < count; ++r) {
     set->paths_[r] = class_path(map->ranks[r].trace);
     if (!eager[r]) continue;
@@ -210,8 +214,7 @@ Expected<std::shared_ptr<const TraceSet>> TraceSet::load_classes(const std::stri
     if (eager[r]) continue;
     RankMap::Rank& rank = map->ranks[r];
     const uint32_t base = entry_of_class[rank.trace];
-    if ((rank.rename.peers.empty() && rank.rename.groups.empty()) ||
-        !set->graphs_[base].report.diagnostics().empty()) {
+    if (!renames(r) || !clean(r)) {
       set->rank_graph_[r] = base;  // nothing renamed, or renamed to the class's own values
       continue;
     }

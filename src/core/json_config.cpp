@@ -10,12 +10,18 @@
 
 namespace orrery {
 
-Expected<JsonConfig> JsonConfig::load(const std::string& path) {
+Expected<std::string> JsonConfig::read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  return parse(path, buffer.str());
+  return std::move(buffer).str();
+}
+
+Expected<JsonConfig> JsonConfig::load(const std::string& path) {
+  Expected<std::string> text = read_text(path);
+  if (!text) return text.error();
+  return parse(path, std::move(*text));
 }
 
 namespace {

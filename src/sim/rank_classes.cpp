@@ -203,12 +203,17 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   }
   std::vector<uint32_t> graph_colour(graph_count, UINT32_MAX);
   uint32_t colours = 0;
+  // A graph kept renamed from the first of its structure (which holds its own values): alike to
+  // it by construction, and its communication read from the first's list without building it.
+  auto kept_renamed = [&](size_t index) {
+    const auto graph = static_cast<uint32_t>(index);
+    return traces.renaming(graph) != nullptr && first_of[index] == traces.base(graph);
+  };
   {
     std::vector<uint8_t> like_first(graph_count, 0);
     parallel_for(graph_count, in.threads, [&](size_t index) {
-      if (first_of[index] != index && traces.renaming(static_cast<uint32_t>(index)) != nullptr &&
-          first_of[index] == traces.base(static_cast<uint32_t>(index))) {
-        like_first[index] = 1;  // renamed from the first, which holds its own values
+      if (kept_renamed(index)) {
+        like_first[index] = 1;
       } else if (first_of[index] != index) {
         const TraceGraph& first = traces.graph(first_of[index]);
         const TraceGraph& graph = traces.graph(static_cast<uint32_t>(index));
@@ -403,7 +408,9 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
           peers[k] = cached->second;
           continue;
         }
-        if (const auto* found = renaming.find_group(**base.get_string(node.node, pg_key))) {
+        // The base's read of this pg_name succeeded (graph_pg holds it), so this one does too.
+        const std::string_view name = base.get_string(node.node, pg_key)->value_or("");
+        if (const auto* found = renaming.find_group(name)) {
           const auto group = in.group_ids->find(found->second);
           if (group == in.group_ids->end()) {
             graph_problem[index] = fmt::format(
@@ -418,7 +425,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
     };
     std::vector<uint32_t> firsts, others, renamed;
     for (uint32_t index = 0; index < graph_count; ++index) {
-      if (traces.renaming(index) != nullptr && first_of[index] == traces.base(index)) {
+      if (kept_renamed(index)) {
         renamed.push_back(index);
         continue;
       }

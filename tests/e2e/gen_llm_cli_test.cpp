@@ -42,6 +42,13 @@ void write_ring_roofline_system(const std::string& path) {
     "collective-optimization": "localBWAware", "local-mem-bw": 2000, "roofline-enabled": 1, "peak-perf": 300})");
 }
 
+// Ring 2 x Switch 2 x Switch 2: the layout of a tp 2 x dp 2 x pp 2 plan.
+void write_eight_rank_network(const std::string& path) {
+  write(path,
+        "topology: [ Ring, Switch, Switch ]\nnpus_count: [ 2, 2, 2 ]\nbandwidth: [ 200, 100, 50 ]\n"
+        "latency: [ 500, 500, 1000 ]\n");
+}
+
 // A 4-layer model file small enough for a test run.
 std::string small_model(const TempDir& dir) {
   const std::string path = dir.file("small.json");
@@ -136,9 +143,7 @@ TEST(GenLlmCli, class_files_run_as_the_rank_files) {
                                         "-o",
                                         prefix};
   write_ring_roofline_system(dir.file("sys.json"));
-  write(dir.file("net.yml"),
-        "topology: [ Ring, Switch, Switch ]\nnpus_count: [ 2, 2, 2 ]\nbandwidth: [ 200, 100, 50 ]\n"
-        "latency: [ 500, 500, 1000 ]\n");
+  write_eight_rank_network(dir.file("net.yml"));
   auto run = [&](const std::string& output, const std::string& fast_path) {
     return run_orrery({"run", "-q", "-w", prefix, "-g", prefix + ".json", "-s",
                        dir.file("sys.json"), "-n", dir.file("net.yml"), "--fast-path", fast_path,
@@ -196,9 +201,7 @@ TEST(GenLlmCli, a_hand_edited_rank_map_is_refused_by_rank_and_node_in_every_mode
                   "--tp", "2", "--pp", "2", "--classes", "-o", prefix});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   write_ring_roofline_system(dir.file("sys.json"));
-  write(dir.file("net.yml"),
-        "topology: [ Ring, Switch, Switch ]\nnpus_count: [ 2, 2, 2 ]\nbandwidth: [ 200, 100, 50 ]\n"
-        "latency: [ 500, 500, 1000 ]\n");
+  write_eight_rank_network(dir.file("net.yml"));
   const nlohmann::json map = nlohmann::json::parse(read_whole_file(prefix + ".ranks.json"));
   // Rank 3 (tp 1, dp 1 of stage 0) renames the first stage's groups 1 and 5 (its tensor and data
   // groups) and 9 (the embedding group); rank 1 sends to the next stage's rank 5 as peer 4.
