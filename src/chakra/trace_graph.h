@@ -150,6 +150,11 @@ class TraceGraph {
   size_t patched_count() const { return patches_.size(); }
   // The k-th patched node, in ascending node order (k < patched_count()).
   NodeIndex patched_node(size_t k) const { return patches_[k].node; }
+  // Whether this graph holds node `node`'s attribute values itself; when not, they are those of
+  // every graph sharing its structure that does not patch the node either. O(1).
+  bool patched(NodeIndex node) const {
+    return !patched_.empty() && (patched_[node / 64] >> (node % 64) & 1) != 0;
+  }
 
   // ---- Queries (after finish) ----
   const std::string& source() const { return source_; }

@@ -23,6 +23,7 @@ constexpr uint8_t kSlotUnknown = 7;
 constexpr uint8_t kPending = 0;
 constexpr uint8_t kInFlight = 1;
 constexpr uint8_t kDone = 2;
+constexpr int64_t kTimeUnknown = INT64_MIN;
 
 uint64_t pack(Rank rank, NodeIndex node) { return uint64_t{rank} << 32 | node; }
 
@@ -86,7 +87,9 @@ WorkloadExecutor::Keys::Keys(const TraceGraph& graph)
       gemm_m(graph.key("gemm_m")),
       gemm_n(graph.key("gemm_n")),
       gemm_k(graph.key("gemm_k")),
-      gemm_batch(graph.key("gemm_batch")) {}
+      gemm_batch(graph.key("gemm_batch")),
+      slots(graph.size(), kSlotUnknown),
+      compute_ps(graph.size(), kTimeUnknown) {}
 
 WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceGraph*> graphs,
                                    std::map<std::string, uint32_t> groups, ExecutorOptions options)
@@ -98,8 +101,7 @@ WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceG
   ranks_.resize(graphs.size());
   // Ranks whose graphs share their structure (the same graph, or graphs derived from one another:
   // chakra/trace_set_loader.h) share dependency edges and resolved attribute names.
-  std::unordered_map<const void*,
-                     std::pair<std::shared_ptr<const chakra::DependencyGraph>, const Keys*>>
+  std::unordered_map<const void*, std::pair<std::shared_ptr<const chakra::DependencyGraph>, Keys*>>
       shared;
   for (Rank rank = 0; rank < graphs.size(); ++rank) {
     RankState& state = ranks_[rank];
@@ -190,7 +192,15 @@ void WorkloadExecutor::end(Rank rank, NodeIndex node) {
 
 WorkloadExecutor::Slot WorkloadExecutor::slot_of(RankState& state, NodeIndex node) const {
   NodeFlags& flags = state.flags[node];
-  if (flags.slot == kSlotUnknown) flags.slot = static_cast<uint8_t>(compute_slot(state, node)) & 7u;
+  if (flags.slot == kSlotUnknown) {
+    if (state.graph->patched(node)) {
+      flags.slot = static_cast<uint8_t>(compute_slot(state, node)) & 7u;
+    } else {
+      uint8_t& shared = state.keys->slots[node];
+      if (shared == kSlotUnknown) shared = static_cast<uint8_t>(compute_slot(state, node));
+      flags.slot = shared & 7u;
+    }
+  }
   return static_cast<Slot>(flags.slot);
 }
 
@@ -218,10 +228,18 @@ WorkloadExecutor::Slot WorkloadExecutor::compute_slot(const RankState& state,
 
 Expected<SimTime> WorkloadExecutor::compute_time(const RankState& state, NodeIndex node,
                                                  bool cpu) const {
+  // `cpu` follows from the node's slot, so the node alone decides the time.
+  const bool shared = !state.graph->patched(node);
+  if (shared && state.keys->compute_ps[node] != kTimeUnknown) {
+    return SimTime::from_ps(state.keys->compute_ps[node]);
+  }
   Expected<SimTime> time = unscaled_compute_time(state, node, cpu);
-  if (!time || options_.compute_scale == 1.0) return time;
-  return SimTime::from_ps(
-      saturating_round_i64(static_cast<double>(time->ps()) * options_.compute_scale));
+  if (time && options_.compute_scale != 1.0) {
+    time = SimTime::from_ps(
+        saturating_round_i64(static_cast<double>(time->ps()) * options_.compute_scale));
+  }
+  if (time && shared) state.keys->compute_ps[node] = time->ps();
+  return time;
 }
 
 Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state, NodeIndex node,
@@ -358,9 +376,9 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
         fail(group.error());
         return false;
       }
-      Expected<uint64_t> scaled = scaled_bytes(bytes->value_or(0), where());
+      Expected<uint64_t> scaled = scaled_bytes(bytes->value_or(0));
       if (!scaled) {
-        fail(scaled.error());
+        fail(scaled.error().with_context(where()));
         return false;
       }
       sys::CollectiveRequest request;
@@ -409,9 +427,9 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
                          ranks_.size()));
         return false;
       }
-      Expected<uint64_t> scaled = scaled_bytes(bytes->value_or(0), where());
+      Expected<uint64_t> scaled = scaled_bytes(bytes->value_or(0));
       if (!scaled) {
-        fail(scaled.error());
+        fail(scaled.error().with_context(where()));
         return false;
       }
       begin(state, node, send ? Activity::kSend : Activity::kRecv);
@@ -486,7 +504,7 @@ Expected<uint32_t> WorkloadExecutor::group_of(RankState& state, NodeIndex node) 
   return group->second;
 }
 
-Expected<uint64_t> WorkloadExecutor::scaled_bytes(uint64_t bytes, const std::string& where) const {
+Expected<uint64_t> WorkloadExecutor::scaled_bytes(uint64_t bytes) const {
   const uint64_t scaled =
       options_.comm_scale == 1.0
           ? bytes
@@ -494,9 +512,9 @@ Expected<uint64_t> WorkloadExecutor::scaled_bytes(uint64_t bytes, const std::str
   if (scaled > kMaxBytes) {
     return Error::make(
         ErrorKind::kInvalidArgument,
-        "{}: comm_size {}{} is more than 2^50 bytes (1 PiB), the largest size orrery "
-        "simulates (docs/numbers.md)",
-        where, format_count(bytes),
+        "comm_size {}{} is more than 2^50 bytes (1 PiB), the largest size orrery simulates "
+        "(docs/numbers.md)",
+        format_count(bytes),
         options_.comm_scale == 1.0
             ? std::string()
             : fmt::format(" x --comm-scale {}", format_number(options_.comm_scale)));

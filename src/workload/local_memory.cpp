@@ -39,14 +39,25 @@ std::optional<uint64_t> parse_size(std::string_view text) {
   return static_cast<uint64_t>(real);
 }
 
+// The attribute names a plan reads, resolved once per graph.
+struct PlanKeys {
+  explicit PlanKeys(const TraceGraph& graph)
+      : inputs(graph.key("inputs")),
+        outputs(graph.key("outputs")),
+        num_ops(graph.key("num_ops")),
+        comm_size(graph.key("comm_size")),
+        tensor_size(graph.key("tensor_size")) {}
+  chakra::AttributeKey inputs, outputs, num_ops, comm_size, tensor_size;
+};
+
 // Whether the executor gives the node an activity (it starts and ends), as WorkloadExecutor does:
 // compute with neither a recorded duration nor FLOPs, metadata and invalid nodes complete at once
 // without one.
-bool runs(const TraceGraph& graph, NodeIndex node) {
+bool runs(const TraceGraph& graph, const PlanKeys& keys, NodeIndex node) {
   switch (graph.type(node)) {
     case ChakraProtoMsg::COMP_NODE: {
       if (graph.duration_micros(node) != 0) return true;
-      Expected<std::optional<uint64_t>> flops = graph.get_uint(node, "num_ops");
+      Expected<std::optional<uint64_t>> flops = graph.get_uint(node, keys.num_ops);
       return flops && flops->has_value() && **flops != 0;
     }
     case ChakraProtoMsg::COMM_COLL_NODE:
@@ -61,13 +72,13 @@ bool runs(const TraceGraph& graph, NodeIndex node) {
 }
 
 // The bytes a node without tensor attributes touches while it runs.
-uint64_t own_bytes(const TraceGraph& graph, NodeIndex node) {
+uint64_t own_bytes(const TraceGraph& graph, const PlanKeys& keys, NodeIndex node) {
   const int32_t type = graph.type(node);
   const bool comm = type == ChakraProtoMsg::COMM_COLL_NODE ||
                     type == ChakraProtoMsg::COMM_SEND_NODE ||
                     type == ChakraProtoMsg::COMM_RECV_NODE;
   Expected<std::optional<uint64_t>> bytes =
-      graph.get_uint(node, comm ? "comm_size" : "tensor_size");
+      graph.get_uint(node, comm ? keys.comm_size : keys.tensor_size);
   return bytes && bytes->has_value() ? **bytes : 0;
 }
 
@@ -98,6 +109,7 @@ Expected<LocalMemoryTracker> LocalMemoryTracker::create(
     tracker.plans_[plan_idx] = std::make_unique<Plan>();
     Plan& plan = *tracker.plans_[plan_idx];
     Prepared& out = prepared[plan_idx];
+    const PlanKeys keys(graph);
     std::unordered_map<std::string_view, uint32_t> index;
     std::vector<uint8_t> written;
     std::vector<uint8_t> read;
@@ -106,15 +118,15 @@ Expected<LocalMemoryTracker> LocalMemoryTracker::create(
     plan.own_bytes.assign(graph.size(), 0);
 
     for (NodeIndex node = 0; node < graph.size(); ++node) {
-      const chakra::Attribute* inputs = graph.find_attribute(node, "inputs");
-      const chakra::Attribute* outputs = graph.find_attribute(node, "outputs");
+      const chakra::Attribute* inputs = graph.find_attribute(node, keys.inputs.id);
+      const chakra::Attribute* outputs = graph.find_attribute(node, keys.outputs.id);
       if (inputs != nullptr || outputs != nullptr) out.has_attributes = true;
-      if (!runs(graph, node)) {
+      if (!runs(graph, keys, node)) {
         plan.first.push_back(static_cast<uint32_t>(plan.named.size()));
         continue;
       }
       if (inputs == nullptr && outputs == nullptr) {
-        plan.own_bytes[node] = own_bytes(graph, node);
+        plan.own_bytes[node] = own_bytes(graph, keys, node);
         plan.first.push_back(static_cast<uint32_t>(plan.named.size()));
         continue;
       }

@@ -132,6 +132,54 @@ TEST_F(Executor, byte_identical_rank_files_share_a_graph_and_its_groups) {
   }
 }
 
+// Ranks whose graphs share a structure share each node's slot and compute time, worked out once;
+// a rank that patches a node must still be timed by its own values. Rank 0 (issued first) and
+// rank 2 patch node 1's FLOPs (twice the work) and node 2's is_cpu_op (a CPU op beside node 3);
+// rank 1 does not. Roofline at 1,000 TFLOPS, compute bound: 1e9 FLOPs take 1,000 ns.
+TEST_F(Executor, ranks_of_one_structure_are_timed_by_their_own_patched_values) {
+  auto kernel = [](uint64_t id, int64_t flops, bool cpu, std::initializer_list<uint64_t> deps) {
+    auto node = test::make_node(id, ChakraProtoMsg::COMP_NODE, deps);
+    node.set_duration_micros(5);  // what a CPU op replays
+    test::add_attr(node, "is_cpu_op").set_bool_val(cpu);
+    test::add_attr(node, "num_ops").set_int64_val(flops);
+    test::add_attr(node, "tensor_size").set_uint64_val(1000);
+    return node;
+  };
+  const chakra::TraceGraph base =
+      test::build_graph({kernel(1, 1000000000, false, {}), kernel(2, 1000000000, false, {1}),
+                         kernel(3, 3000000000, false, {1})});
+  auto patched = [&] {
+    chakra::TraceGraph graph = chakra::TraceGraph::derived_from(base);
+    EXPECT_TRUE(graph.patch_node(0, kernel(1, 2000000000, false, {}), false));
+    EXPECT_TRUE(graph.patch_node(1, kernel(2, 1000000000, true, {1}), false));
+    return graph;
+  };
+  std::vector<chakra::TraceGraph> graphs;
+  graphs.push_back(patched());
+  graphs.push_back(chakra::TraceGraph::derived_from(base));
+  graphs.push_back(patched());
+  ASSERT_TRUE(graphs[0].shares_structure(graphs[1]) && graphs[1].shares_structure(graphs[2]));
+  test::RunInputs inputs;
+  inputs.traces = chakra::TraceSet::from_graphs("w", std::move(graphs));
+  inputs.system = test::system_json("ring", 1, 4, 1, 10, 1600, "localBWAware",
+                                    ", \"roofline-enabled\": 1, \"peak-perf\": 1000");
+  inputs.network = test::network_yaml("Ring", "3", "50", "500");
+  auto result = test::simulate(inputs);
+  ASSERT_TRUE(result) << result.error().message();
+  // Unpatched: node 1 (1,000 ns), then nodes 2 and 3 on the one accelerator slot (1,000 + 3,000).
+  const workload::RankResult& plain = result->rank_results[1];
+  EXPECT_EQ(plain.finish, SimTime::from_ns(5000));
+  EXPECT_EQ(plain.gpu_compute, SimTime::from_ns(5000));
+  EXPECT_EQ(plain.cpu_compute, SimTime::zero());
+  // Patched: node 1 takes 2,000 ns; node 2 replays 5 us on the CPU beside node 3's 3,000 ns.
+  for (const uint32_t rank : {0u, 2u}) {
+    const workload::RankResult& own = result->rank_results[rank];
+    EXPECT_EQ(own.finish, SimTime::from_ns(7000)) << "rank " << rank;
+    EXPECT_EQ(own.gpu_compute, SimTime::from_ns(5000)) << "rank " << rank;
+    EXPECT_EQ(own.cpu_compute, SimTime::from_us(5)) << "rank " << rank;
+  }
+}
+
 TEST_F(Executor, involved_dim_keeps_a_collective_to_the_dimensions_it_names) {
   // On Ring(4) x Ring(2), an all-reduce limited to dimension 0 runs four independent rings of 4.
   auto only_dim0 = [](uint64_t id) {
