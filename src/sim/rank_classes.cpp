@@ -656,6 +656,9 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
     return "";
   };
   verdict.group_representative.assign(group_count, kNoGroupId);
+  // Per group, the representatives' group its geometry was verified against: the check depends on
+  // the two groups alone, and every member meets it at every collective node of the group.
+  std::vector<uint32_t> verified_against(group_count, kNoGroupId);
   std::vector<uint32_t> reverse(group_count, kNoGroupId);
   std::vector<uint32_t> touched;
   std::vector<uint64_t> stamp(rank_count, 0);
@@ -688,7 +691,9 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
                           "contain it",
                           rank, node_id(rank, node), group_name(group)));
         }
-        if (group_class[group] != c) {
+        if (verified_against[group] == rep_group) {
+          // Verified at an earlier node or member.
+        } else if (group_class[group] != c) {
           // A group across classes runs for real among representatives: its representatives'
           // group must hold, position by position, the representative of each member's class,
           // at the same distances, and decompose alike.
@@ -705,6 +710,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
                             group_name(group), rank, node_id(rank, node), problem));
           }
         }
+        verified_against[group] = rep_group;
         if (group_mask[group] != group_mask[rep_group] ||
             groups[group].size() != groups[rep_group].size()) {
           return no(fmt::format(

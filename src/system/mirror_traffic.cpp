@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 #include <queue>
+#include <set>
+#include <tuple>
 
 #include "core/checked.h"
 
@@ -21,7 +23,11 @@ uint64_t MirrorTraffic::link_count() const {
   uint64_t count = 0;
   for (const auto& [key, traffic] : classes_) count += class_size(key.rank_class);
   for (const PartnerMessage& message : partner_messages_) count += class_size(message.rank_class);
-  for (const RouteMessage& message : route_messages_) count += message.pairs->size();
+  // Each distinct list of pairs once: its messages cross the same links every time.
+  std::set<const RoutePairs*> lists;
+  for (const RouteMessage& message : route_messages_) {
+    if (lists.insert(message.pairs).second) count += message.pairs->size();
+  }
   return count;
 }
 
@@ -135,8 +141,72 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
   std::stable_sort(order.begin(), order.end(),
                    [](const Message& lhs, const Message& rhs) { return lhs.start < rhs.start; });
 
-  // Per link: totals, its queue, and a cursor into each class's intervals that also cross it
-  // (their copies share the queue), merged in as time passes.
+  // Every message follows a route: the links one message crosses, each with the dimension whose
+  // bandwidth times it (a link once per crossing). A point-to-point message's route is its list of
+  // pairs (found once per distinct list: the sends of one block of a class all stand for the same
+  // pairs), each pair as the analytical backend walks it, within the lowest dimension in which
+  // the endpoints differ; a partner message's is every member's step at its distance.
+  using Hops = std::vector<std::pair<net::LinkId, uint32_t>>;
+  std::vector<Hops> routes;
+  std::map<RoutePairs, uint32_t> by_content;
+  std::map<const RoutePairs*, uint32_t> by_pointer;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> by_partner;
+  auto walk = [&](net::Rank from, net::Rank target, uint32_t dim, Hops& hops) {
+    for (net::NodeId at = from; at != target;) {
+      const net::Hop hop = topology_->next_hop(at, target);
+      hops.emplace_back(hop.link, dim);
+      at = hop.next;
+    }
+  };
+  auto pairs_route = [&](const RoutePairs* pairs) {
+    auto [at, fresh] = by_pointer.try_emplace(pairs, 0);
+    if (!fresh) return at->second;
+    auto [content, added] = by_content.try_emplace(*pairs, static_cast<uint32_t>(routes.size()));
+    if (added) {
+      Hops hops;
+      for (const auto& [src, dst] : *pairs) {
+        const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
+        if (dim == net::kNoDimension) continue;
+        walk(src, topology_->peer(src, dim, topology_->coordinate(dst, dim)), dim, hops);
+      }
+      routes.push_back(std::move(hops));
+    }
+    at->second = content->second;
+    return content->second;
+  };
+  auto partner_route = [&](const PartnerMessage& message) {
+    auto [at, fresh] = by_partner.try_emplace({message.rank_class, message.dim, message.distance},
+                                              static_cast<uint32_t>(routes.size()));
+    if (!fresh) return at->second;
+    Hops hops;
+    const uint32_t n = topology_->dimension(message.dim).size;
+    for (uint64_t index = 0; index < class_size(message.rank_class); ++index) {
+      const net::Rank rank = member(message.rank_class, index);
+      const uint32_t coord = topology_->coordinate(rank, message.dim);
+      const bool up = ((coord / message.distance) % 2) == 0;
+      const uint32_t target_coord =
+          up ? (coord + message.distance) % n : (coord + n - message.distance) % n;
+      walk(rank, topology_->peer(rank, message.dim, target_coord), message.dim, hops);
+    }
+    routes.push_back(std::move(hops));
+    return at->second;
+  };
+  std::vector<uint32_t> route_of(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    route_of[k] = order[k].route ? pairs_route(route_messages_[order[k].index].pairs)
+                                 : partner_route(partner_messages_[order[k].index]);
+  }
+
+  // Links crossed by the same routes as often, in the same dimension, and shared with the same
+  // classes see the same messages at the same times: one sweep per such group stands for all its
+  // links. (A ring of pairs over thousands of members crosses thousands of links alike; sweeping
+  // each was most of a class run of such a plan.)
+  std::map<net::LinkId, std::vector<uint64_t>> signature;  // per link: route << 32 | dim, sorted
+  for (uint32_t route = 0; route < routes.size(); ++route) {
+    for (const auto& [id, dim] : routes[route]) {
+      signature[id].push_back(uint64_t{route} << 32 | dim);
+    }
+  }
   struct Sweep {
     PartnerLink totals;
     RunningQueue queue;
@@ -159,97 +229,61 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
       }
     }
   };
-  std::map<net::LinkId, Sweep> links;
-  auto link = [&](net::LinkId id) -> Sweep& {
-    auto [at, inserted] = links.try_emplace(id);
-    if (inserted) {
-      auto first = std::lower_bound(class_uses.begin(), class_uses.end(), std::make_pair(id, 0u));
-      for (; first != class_uses.end() && first->first == id; ++first) {
-        at->second.classes.emplace_back(class_intervals[first->second], 0);
+  std::vector<Sweep> groups;
+  std::map<std::vector<uint64_t>, uint32_t> group_of_signature;
+  std::vector<std::pair<net::LinkId, uint32_t>> link_groups;  // ordered by link id
+  // Per route, the groups it crosses: a group's first link's crossings, which every link of the
+  // group has as often.
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> group_hops(routes.size());
+  constexpr uint64_t kClassMark = uint64_t{1} << 63;
+  for (auto& [id, crossings] : signature) {
+    std::sort(crossings.begin(), crossings.end());
+    auto first = std::lower_bound(class_uses.begin(), class_uses.end(), std::make_pair(id, 0u));
+    const auto uses_begin = first;
+    for (; first != class_uses.end() && first->first == id; ++first) {
+      crossings.push_back(kClassMark | first->second);
+    }
+    auto [at, fresh] =
+        group_of_signature.try_emplace(crossings, static_cast<uint32_t>(groups.size()));
+    if (fresh) {
+      Sweep& sweep = groups.emplace_back();
+      for (auto use = uses_begin; use != first; ++use) {
+        sweep.classes.emplace_back(class_intervals[use->second], 0);
+      }
+      for (const uint64_t crossing : crossings) {
+        if ((crossing & kClassMark) != 0) continue;
+        group_hops[crossing >> 32].emplace_back(at->second, static_cast<uint32_t>(crossing));
       }
     }
-    return at->second;
-  };
-  // One message's use of every link on the analytical route from `from` to `target`.
-  auto walk = [&](net::Rank from, net::Rank target, uint64_t bytes, SimTime serialization,
-                  SimTime start, SimTime end) {
-    for (net::NodeId at = from; at != target;) {
-      const net::Hop hop = topology_->next_hop(at, target);
-      Sweep& sweep = link(hop.link);
-      sweep.totals.bytes = saturating_add(sweep.totals.bytes, bytes);
-      sweep.totals.busy += serialization;
-      ++sweep.totals.messages;
-      sweep.advance(start);
-      sweep.queue.arrive(start, end, 1);
-      at = hop.next;
-    }
-  };
-  // Every link of every pair's route (as the analytical backend walks them: within the lowest
-  // dimension in which the endpoints differ), with the dimension it lies in.
-  struct Route {
-    std::vector<std::pair<Sweep*, uint32_t>> hops;
-  };
-  std::map<RoutePairs, Route> by_content;
-  std::map<const RoutePairs*, const Route*> by_pointer;
-  auto route_of = [&](const RoutePairs* pairs) -> const Route& {
-    auto [at, fresh] = by_pointer.try_emplace(pairs, nullptr);
-    if (!fresh) return *at->second;
-    auto [content, added] = by_content.try_emplace(*pairs);
-    if (added) {
-      for (const auto& [src, dst] : *pairs) {
-        const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
-        if (dim == net::kNoDimension) continue;
-        const net::Rank target = topology_->peer(src, dim, topology_->coordinate(dst, dim));
-        for (net::NodeId node = src; node != target;) {
-          const net::Hop hop = topology_->next_hop(node, target);
-          content->second.hops.emplace_back(&link(hop.link), dim);
-          node = hop.next;
-        }
-      }
-    }
-    at->second = &content->second;
-    return content->second;
-  };
+    link_groups.emplace_back(id, at->second);
+  }
+
   const uint32_t dims = topology_->dimension_count();
-  std::vector<SimTime> per_dim(dims);  // a route message's serialization in each dimension
-  for (const Message& entry : order) {
-    if (!entry.route) {
-      const PartnerMessage& message = partner_messages_[entry.index];
-      const net::Dimension& spec = topology_->dimension(message.dim);
-      const SimTime serialization = spec.bandwidth.serialization_time(message.bytes);
-      const uint32_t n = spec.size;
-      for (uint64_t index = 0; index < class_size(message.rank_class); ++index) {
-        const net::Rank rank = member(message.rank_class, index);
-        const uint32_t coord = topology_->coordinate(rank, message.dim);
-        const bool up = ((coord / message.distance) % 2) == 0;
-        const uint32_t target_coord =
-            up ? (coord + message.distance) % n : (coord + n - message.distance) % n;
-        const net::Rank target = topology_->peer(rank, message.dim, target_coord);
-        walk(rank, target, message.bytes, serialization, message.start, message.end);
-      }
-      continue;
-    }
-    // Point-to-point messages, pair by pair, along the routes of their pairs (found once per
-    // distinct list of pairs: the sends of one block of a class all stand for the same pairs).
-    const RouteMessage& message = route_messages_[entry.index];
-    const Route& route = route_of(message.pairs);
+  std::vector<SimTime> per_dim(dims);  // a message's serialization in each dimension
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Message& entry = order[k];
+    const uint64_t bytes =
+        entry.route ? route_messages_[entry.index].bytes : partner_messages_[entry.index].bytes;
+    const SimTime end =
+        entry.route ? route_messages_[entry.index].end : partner_messages_[entry.index].end;
     for (uint32_t dim = 0; dim < dims; ++dim) {
-      per_dim[dim] = topology_->dimension(dim).bandwidth.serialization_time(message.bytes);
+      per_dim[dim] = topology_->dimension(dim).bandwidth.serialization_time(bytes);
     }
-    for (const auto& [sweep, dim] : route.hops) {
-      sweep->totals.bytes = saturating_add(sweep->totals.bytes, message.bytes);
-      sweep->totals.busy += per_dim[dim];
-      ++sweep->totals.messages;
-      sweep->advance(message.start);
-      sweep->queue.arrive(message.start, message.end, 1);
+    for (const auto& [group, dim] : group_hops[route_of[k]]) {
+      Sweep& sweep = groups[group];
+      sweep.totals.bytes = saturating_add(sweep.totals.bytes, bytes);
+      sweep.totals.busy += per_dim[dim];
+      ++sweep.totals.messages;
+      sweep.advance(entry.start);
+      sweep.queue.arrive(entry.start, end, 1);
     }
   }
-  std::map<net::LinkId, PartnerLink> out;
-  for (auto& [id, sweep] : links) {
+  for (Sweep& sweep : groups) {
     sweep.advance(SimTime::max());
     sweep.totals.peak_queue = sweep.queue.finish();
-    out.emplace(id, sweep.totals);
   }
+  std::map<net::LinkId, PartnerLink> out;
+  for (const auto& [id, group] : link_groups) out.emplace_hint(out.end(), id, groups[group].totals);
   return out;
 }
 
@@ -365,7 +399,9 @@ std::vector<net::LinkStats> MirrorTraffic::expand() const {
   }
   // (link, class) pairs, grouped by link.
   std::vector<std::pair<net::LinkId, uint32_t>> uses;
-  uses.reserve(static_cast<size_t>(link_count()));
+  uint64_t class_links = 0;
+  for (const auto& [key, traffic] : classes_) class_links += class_size(key.rank_class);
+  uses.reserve(static_cast<size_t>(class_links));
   uint32_t source = 0;
   for (const auto& [key, traffic] : classes_) {
     for (uint64_t index = 0; index < class_size(key.rank_class); ++index) {
