@@ -74,6 +74,21 @@ TEST(SweepCli, MpiRunWritesTheSameRows) {
   std::filesystem::remove_all(dir);
 }
 
+// The bundled sweeps read and count as docs/models/sweep.md says: the GPT-3 175B sweep (3,168
+// points, 312 refused by the rules) and the Transformer-1T study (576, every one valid).
+TEST(SweepCli, BundledSweepsCountTheirPoints) {
+  const std::string examples = std::string(ORRERY_TEST_DATA_DIR) + "/../../examples/sweep/";
+  CommandResult r = run_orrery({"sweep", examples + "gpt3_175b_1024.yml", "--count"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("gpt3-175b-1024: 3,168 points (312 refused by the rules)"),
+            std::string::npos)
+      << r.out;
+  r = run_orrery({"sweep", examples + "transformer_1t.yml", "--count"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("transformer-1t: 576 points (0 refused by the rules)"), std::string::npos)
+      << r.out;
+}
+
 TEST(SweepCli, BadFileNamesFileAndLine) {
   const auto dir = temp_dir("bad");
   const std::string path = (dir / "bad.yml").string();
