@@ -151,12 +151,10 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
   std::map<RoutePairs, uint32_t> by_content;
   std::map<const RoutePairs*, uint32_t> by_pointer;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> by_partner;
-  auto walk = [&](net::Rank from, net::Rank target, uint32_t dim, Hops& hops) {
-    for (net::NodeId at = from; at != target;) {
-      const net::Hop hop = topology_->next_hop(at, target);
-      hops.emplace_back(hop.link, dim);
-      at = hop.next;
-    }
+  // The links from `from` to coordinate `to` of its group in `dim`, as next_hop walks them.
+  auto walk = [&](net::Rank from, uint32_t dim, uint32_t to, Hops& hops) {
+    topology_->route_in_dimension(from, dim, to,
+                                  [&](net::LinkId link) { hops.emplace_back(link, dim); });
   };
   auto pairs_route = [&](const RoutePairs* pairs) {
     auto [at, fresh] = by_pointer.try_emplace(pairs, 0);
@@ -167,7 +165,7 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
       for (const auto& [src, dst] : *pairs) {
         const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
         if (dim == net::kNoDimension) continue;
-        walk(src, topology_->peer(src, dim, topology_->coordinate(dst, dim)), dim, hops);
+        walk(src, dim, topology_->coordinate(dst, dim), hops);
       }
       routes.push_back(std::move(hops));
     }
@@ -184,9 +182,8 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
       const net::Rank rank = member(message.rank_class, index);
       const uint32_t coord = topology_->coordinate(rank, message.dim);
       const bool up = ((coord / message.distance) % 2) == 0;
-      const uint32_t target_coord =
-          up ? (coord + message.distance) % n : (coord + n - message.distance) % n;
-      walk(rank, topology_->peer(rank, message.dim, target_coord), message.dim, hops);
+      walk(rank, message.dim,
+           up ? (coord + message.distance) % n : (coord + n - message.distance) % n, hops);
     }
     routes.push_back(std::move(hops));
     return at->second;
