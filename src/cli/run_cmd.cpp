@@ -16,10 +16,10 @@
 
 #include "cli/commands.h"
 #include "cli/validators.h"
+#include "core/rank_set.h"
 #include "core/units.h"
 #include "hardware/preset.h"
 #include "network/backend_registry.h"
-#include "report/rank_set.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
 #include "sim/simulation.h"
@@ -83,6 +83,14 @@ Status resolve_machine(RunOptions& options) {
 
 int run(RunOptions& options) {
   if (Status status = resolve_machine(options); !status) return report_error(status.error());
+  // Hardware entries of --perturb may name presets: one node's system of each.
+  options.config.presets = [](const std::string& name) -> Expected<sys::SystemConfig> {
+    Expected<hw::HardwarePreset> preset = hw::load_preset(name);
+    if (!preset) return preset.error();
+    Expected<hw::Hardware> machine = hw::build_hardware(*preset, 1, "");
+    if (!machine) return machine.error();
+    return *machine->system;
+  };
   options.config.mode =
       options.strict ? chakra::ValidationMode::kStrict : chakra::ValidationMode::kLenient;
   options.config.rounding =
@@ -99,9 +107,9 @@ int run(RunOptions& options) {
   }
   std::optional<report::TimelineRecorder> timeline;
   if (!options.timeline.empty()) {
-    report::RankSet ranks = report::RankSet::all();
+    RankSet ranks = RankSet::all();
     if (!options.timeline_ranks.empty()) {
-      Expected<report::RankSet> parsed = report::RankSet::parse(options.timeline_ranks, UINT32_MAX);
+      Expected<RankSet> parsed = RankSet::parse(options.timeline_ranks, UINT32_MAX);
       if (!parsed) return report_error(parsed.error().with_context("--timeline-ranks"));
       ranks = std::move(*parsed);
     }
@@ -185,6 +193,21 @@ int run(RunOptions& options) {
           ? fmt::format("\n  fast path: {} classes of alike ranks, one simulated per class",
                         result->simulated_ranks)
           : "");
+  if (!result->perturbation.empty() && result->mode == "full" && !result->fast_path_note.empty()) {
+    std::cout << fmt::format("  fast path: off ({})\n", result->fast_path_note);
+  }
+  if (result->goodput) {
+    const sim::GoodputResult& g = *result->goodput;
+    std::cout << fmt::format(
+        "  goodput                 {:.4f} simulated over {:.0f} h ({} failures, system MTBF {:.3g} "
+        "h); Daly's closed form {:.4f}, Young's first order {:.4f}\n"
+        "  checkpoint interval     {:.4g} s ({} iterations; Daly's optimum {:.4g} s, Young's "
+        "{:.4g} "
+        "s)\n",
+        g.simulated, g.horizon_s / 3600, format_count(g.failures), g.system_mtbf_s / 3600, g.daly,
+        g.young, g.interval_s, format_count(g.iterations_per_checkpoint), g.daly_interval_s,
+        g.young_interval_s);
+  }
   for (const std::string& note : result->network_notes) std::cout << "  " << note << "\n";
   if (!result->peak_memory.empty()) {
     size_t top = 0;
@@ -313,6 +336,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
          "alike ranks (identical results; the summary says which ran and why not); off: "
          "simulate every rank")
       ->check(CLI::IsMember({"auto", "off"}));
+  cmd->add_option("--perturb", config.perturbation,
+                  "YAML of what real clusters do (docs/formats/perturb.md): compute factors per "
+                  "rank list (fixed, lognormal, uniform, a tail of slow ranks), operator-time "
+                  "noise, link bandwidth factors, ranks of other hardware (presets or system "
+                  "files), and failures with checkpoints (goodput)");
   cmd->add_flag("--uniform", config.uniform,
                 "every rank runs <workload>.0.et (for clusters too big for a file per rank)");
   cmd->add_option("--progress", options->progress,

@@ -341,6 +341,18 @@ sim::RunSettings settings_from(const py::kwargs& kwargs, sim::RunSettings settin
   return settings;
 }
 
+// A perturbation (sim/perturbation.h) from a YAML path or a dict of its keys; None: none.
+std::shared_ptr<const sim::Perturbation> perturbation_from(const py::object& value) {
+  if (value.is_none()) return nullptr;
+  if (py::isinstance<py::str>(value)) {
+    return std::make_shared<const sim::Perturbation>(
+        unwrap(sim::load_perturbation(value.cast<std::string>())));
+  }
+  // JSON is YAML: a dict is read by the file's reader, with its checks.
+  return std::make_shared<const sim::Perturbation>(
+      unwrap(sim::parse_perturbation(to_json_text(value), "perturbation")));
+}
+
 PyScenario finish_scenario(sim::Scenario::Inputs inputs, nlohmann::ordered_json system,
                            std::string system_name) {
   PyScenario out;
@@ -363,7 +375,7 @@ std::shared_ptr<const sys::SystemConfig> parse_system(const nlohmann::ordered_js
 PyScenario make_scenario(const py::object& workload, const py::object& system,
                          const py::object& network, const py::object& comm_groups,
                          const py::object& memory, const py::kwargs& kwargs) {
-  sim::RunSettings settings = settings_from(kwargs, sim::RunSettings{}, {"uniform"});
+  sim::RunSettings settings = settings_from(kwargs, sim::RunSettings{}, {"uniform", "perturb"});
   const bool uniform = kwargs.contains("uniform") && kwargs["uniform"].cast<bool>();
 
   sim::Scenario::Inputs inputs;
@@ -429,6 +441,7 @@ PyScenario make_scenario(const py::object& workload, const py::object& system,
     inputs.comm_groups = std::move(groups);
   }
   inputs.settings = std::move(settings);
+  if (kwargs.contains("perturb")) inputs.perturbation = perturbation_from(kwargs["perturb"]);
   if (system_json.is_discarded()) system_json = nlohmann::ordered_json::object();
   return finish_scenario(std::move(inputs), std::move(system_json), std::move(system_name));
 }
@@ -485,8 +498,8 @@ std::shared_ptr<const net::NetworkDescription> replace_dimensions(
 PyScenario replace_scenario(const PyScenario& base, const py::kwargs& kwargs) {
   sim::Scenario::Inputs inputs = base.scenario->inputs();
   nlohmann::ordered_json system = base.system;
-  const std::vector<std::string> own = {"bandwidth", "latency", "system", "workload",
-                                        "comm_groups"};
+  const std::vector<std::string> own = {"bandwidth", "latency",     "system",
+                                        "workload",  "comm_groups", "perturb"};
   inputs.settings = settings_from(kwargs, inputs.settings, own);
   const py::object none = py::none();
   const py::object bandwidth = kwargs.contains("bandwidth") ? kwargs["bandwidth"] : none;
@@ -506,6 +519,7 @@ PyScenario replace_scenario(const PyScenario& base, const py::kwargs& kwargs) {
     for (const auto& [key, value] : changes.items()) system[key] = value;
     inputs.system = parse_system(system, base.system_name);
   }
+  if (kwargs.contains("perturb")) inputs.perturbation = perturbation_from(kwargs["perturb"]);
   if (kwargs.contains("workload")) {
     const PyTraceSet& set = kwargs["workload"].cast<const PyTraceSet&>();
     inputs.traces = set.traces;

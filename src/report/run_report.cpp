@@ -240,6 +240,25 @@ std::string run_result_json_text(const sim::RunResult& result, double wall_secon
   out.key("messages").value(result.messages);
   out.key("wall_seconds").value(wall_seconds);
   out.close_object();
+  if (!result.perturbation.empty()) out.key("perturbation").value(result.perturbation);
+  if (result.goodput) {
+    const sim::GoodputResult& g = *result.goodput;
+    out.key("goodput").open_object();
+    out.key("simulated").value(g.simulated);
+    out.key("daly").value(g.daly);
+    out.key("young").value(g.young);
+    out.key("iteration_s").value(g.iteration_s);
+    out.key("components").value(g.components);
+    out.key("system_mtbf_s").value(g.system_mtbf_s);
+    out.key("interval_s").value(g.interval_s);
+    out.key("iterations_per_checkpoint").value(g.iterations_per_checkpoint);
+    out.key("young_interval_s").value(g.young_interval_s);
+    out.key("daly_interval_s").value(g.daly_interval_s);
+    out.key("failures").value(g.failures);
+    out.key("checkpoints").value(g.checkpoints);
+    out.key("horizon_s").value(g.horizon_s);
+    out.close_object();
+  }
   out.key("ranks").open_array();
   for (size_t idx = 0; idx < result.rank_results.size(); ++idx) {
     write_rank(out.element(), result, idx);

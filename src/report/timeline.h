@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "report/rank_set.h"
+#include "core/rank_set.h"
 #include "workload/executor.h"
 
 namespace orrery::report {

@@ -481,6 +481,16 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   for (Rank rank = 0; rank < rank_count; ++rank)
     colour[rank] = graph_colour[traces.graph_index(rank)];
   const std::vector<uint32_t> trace_colour = colour;
+  if (in.compute_factors != nullptr || in.hardware != nullptr) {
+    // A rank's speed is part of what it does: (trace colour, factor, hardware), numbered afresh.
+    std::map<std::tuple<uint32_t, double, uint16_t>, uint32_t> numbers;
+    for (Rank rank = 0; rank < rank_count; ++rank) {
+      const std::tuple<uint32_t, double, uint16_t> key{
+          colour[rank], in.compute_factors ? (*in.compute_factors)[rank] : 1.0,
+          in.hardware ? (*in.hardware)[rank] : uint16_t{0}};
+      colour[rank] = numbers.try_emplace(key, static_cast<uint32_t>(numbers.size())).first->second;
+    }
+  }
   {
     uint32_t count = 0;
     {
@@ -589,9 +599,17 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
         break;
       }
     }
+    const bool speeds_differ =
+        in.compute_factors != nullptr && (*in.compute_factors)[at] != (*in.compute_factors)[other];
+    const bool hardware_differs =
+        in.hardware != nullptr && (*in.hardware)[at] != (*in.hardware)[other];
     const std::string why =
         trace_colour[at] != trace_colour[other]
             ? "their traces differ (compute, durations or other attributes)"
+        : speeds_differ ? fmt::format("the perturbation gives them compute factors {:g} and {:g}",
+                                      (*in.compute_factors)[at], (*in.compute_factors)[other])
+        : hardware_differs
+            ? std::string("the perturbation gives them different hardware")
             : "they exchange point-to-point messages with ranks of different classes";
     return fmt::format(
         "the collective at rank {} node {} runs over group {}, whose ranks {} and {} are in "

@@ -4,7 +4,8 @@
 // The classes are decided from the traces, the communicator groups and the network alone:
 //   1. a colour per distinct trace, up to node ids, peers, tags and group names
 //      (TraceGraph::same_work_except: the same node types, durations, dependencies and other
-//      attributes; node ids in the same order, as the executor issues ready nodes by id);
+//      attributes; node ids in the same order, as the executor issues ready nodes by id), and
+//      per compute factor of a perturbation;
 //   2. colour refinement: ranks split by the colours of the peer of each point-to-point node,
 //      until stable; the final colours are the classes, numbered by their smallest member (the
 //      representative).
@@ -63,6 +64,11 @@ struct RankClassInputs {
   const net::Topology* topology = nullptr;
   bool shared_memory_pools = false;
   size_t threads = 0;
+  // By rank, a factor on compute times (sim/perturbation.h; nullptr: all 1): ranks of different
+  // factors are never one class.
+  const std::vector<double>* compute_factors = nullptr;
+  // By rank, its hardware entry (sim/perturbation.h; nullptr: all the run's): the same rule.
+  const std::vector<uint16_t>* hardware = nullptr;
 };
 
 RankClassVerdict decide_rank_classes(const RankClassInputs& inputs);

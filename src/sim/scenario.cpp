@@ -96,6 +96,11 @@ const memory::RemoteMemoryConfig& Scenario::memory() const {
   return inputs_.memory ? *inputs_.memory : kNone;
 }
 
+const Perturbation& Scenario::perturbation() const {
+  static const Perturbation kNone;
+  return inputs_.perturbation ? *inputs_.perturbation : kNone;
+}
+
 Expected<Scenario> Scenario::create(Inputs inputs) {
   if (!inputs.traces || !inputs.network || !inputs.system) {
     return Error::make(ErrorKind::kInvalidArgument,
@@ -120,6 +125,23 @@ Expected<Scenario> Scenario::create(Inputs inputs) {
   const uint32_t ranks = inputs.network->logical.rank_count();
 
   Scenario scenario;
+  scenario.network_ = inputs.network;
+  if (inputs.perturbation) {
+    Expected<std::shared_ptr<const net::NetworkDescription>> degraded =
+        degrade_links(*inputs.perturbation, inputs.network);
+    if (!degraded) return degraded.error();
+    scenario.network_ = std::move(*degraded);
+    if (!inputs.perturbation->compute.empty()) {
+      Expected<std::vector<double>> factors = sim::compute_factors(*inputs.perturbation, ranks);
+      if (!factors) return factors.error();
+      scenario.compute_factors_ = std::make_shared<const std::vector<double>>(std::move(*factors));
+    }
+    if (!inputs.perturbation->hardware.empty()) {
+      Expected<std::vector<uint16_t>> hardware = sim::hardware_of(*inputs.perturbation, ranks);
+      if (!hardware) return hardware.error();
+      scenario.hardware_of_ = std::make_shared<const std::vector<uint16_t>>(std::move(*hardware));
+    }
+  }
   std::vector<std::string>& warnings = scenario.warnings_;
   warnings.insert(warnings.end(), inputs.network->warnings.begin(), inputs.network->warnings.end());
   warnings.insert(warnings.end(), inputs.system->warnings.begin(), inputs.system->warnings.end());
@@ -166,6 +188,11 @@ Expected<Scenario> load_scenario(const ScenarioFiles& files, RunSettings setting
   if (!system) return system.error();
 
   Scenario::Inputs inputs;
+  if (!files.perturbation.empty()) {  // read before the traces: a bad file fails at once
+    Expected<Perturbation> perturbation = load_perturbation(files.perturbation, files.presets);
+    if (!perturbation) return perturbation.error();
+    inputs.perturbation = std::make_shared<const Perturbation>(std::move(*perturbation));
+  }
   if (!files.remote_memory.empty()) {
     Expected<memory::RemoteMemoryConfig> remote =
         memory::load_remote_memory_config(files.remote_memory);

@@ -25,6 +25,7 @@
 #include "memory/remote_memory_config.h"
 #include "network/backend_registry.h"
 #include "network/graph_yaml.h"
+#include "sim/perturbation.h"
 #include "system/system_config.h"
 
 namespace orrery::sim {
@@ -62,6 +63,8 @@ struct ScenarioFiles {
   // `network`, which then only name them.
   std::shared_ptr<const sys::SystemConfig> system_config;
   std::shared_ptr<const net::NetworkDescription> network_description;
+  std::string perturbation;  // `--perturb` file ("" = none; sim/perturbation.h)
+  PresetLoader presets;      // for its hardware entries that name presets
 };
 
 class Scenario {
@@ -77,24 +80,35 @@ class Scenario {
     std::shared_ptr<const chakra::CommGroups> comm_groups;
     std::string network_name;  // the network's file, or a description, for reports
     RunSettings settings;
+    // Slow ranks, noise, degraded links, failures (nullptr: none). Its links are applied when
+    // the scenario is created: network() is the degraded network, inputs().network the given
+    // one (so inputs copied into a new scenario are degraded once).
+    std::shared_ptr<const Perturbation> perturbation;
   };
 
   // Checks the inputs against each other: every part present, a backend that runs on this kind of
   // network, at least as many traces as the network has ranks (more: a warning, the rest unused),
   // traces that pass validation in the settings' mode, groups within the rank count; then applies
   // the METADATA groups of every rank's trace in rank order. Errors name the file and what is
-  // wrong. Cost: O(ranks + groups), no trace is read.
+  // wrong; a perturbation is resolved against the ranks and the network (errors name its file and
+  // line). Cost: O(ranks + groups), no trace is read.
   static Expected<Scenario> create(Inputs inputs);
 
   const Inputs& inputs() const { return inputs_; }
   const RunSettings& settings() const { return inputs_.settings; }
   const chakra::TraceSet& traces() const { return *inputs_.traces; }
-  const net::NetworkDescription& network() const { return *inputs_.network; }
+  const net::NetworkDescription& network() const { return *network_; }
   const sys::SystemConfig& system() const { return *inputs_.system; }
   // The remote memory (a no-expansion default when none was given).
   const memory::RemoteMemoryConfig& memory() const;
   // Every group: the file's, then those METADATA nodes declare.
   const chakra::CommGroups& groups() const { return *groups_; }
+  // Each rank's compute factor from the perturbation (empty: every rank at 1).
+  const std::vector<double>& compute_factors() const { return *compute_factors_; }
+  // Each rank's hardware entry of the perturbation (0: the run's system; empty: 0 for all).
+  const std::vector<uint16_t>& hardware_of() const { return *hardware_of_; }
+  // The perturbation (an empty one when none was given).
+  const Perturbation& perturbation() const;
   // The network's ranks: the ranks that run.
   uint32_t rank_count() const { return inputs_.network->logical.rank_count(); }
   // What the inputs say that a user should hear (ignored keys, lenient repairs, unused ranks).
@@ -105,6 +119,11 @@ class Scenario {
 
   Inputs inputs_;
   std::shared_ptr<const chakra::CommGroups> groups_;
+  std::shared_ptr<const net::NetworkDescription> network_;  // inputs_.network, degraded
+  std::shared_ptr<const std::vector<double>> compute_factors_ =
+      std::make_shared<const std::vector<double>>();
+  std::shared_ptr<const std::vector<uint16_t>> hardware_of_ =
+      std::make_shared<const std::vector<uint16_t>>();
   std::vector<std::string> warnings_;
 };
 

@@ -107,7 +107,38 @@ Expected<RunResult> Simulation::run() {
   bool through_network = false;
   std::string symmetry_note = "the fast path is off";
   const chakra::TraceGraph& first = traces.rank_graph(0);
-  if (settings.fast_path && physical) {
+  // What a perturbation does to the argument: noise differs on every rank (no two are alike); a
+  // compute factor makes ranks of different speeds different (classes split by it).
+  const Perturbation& perturbation = scenario.perturbation();
+  const std::vector<double>& factors = scenario.compute_factors();
+  const std::vector<uint16_t>& hardware = scenario.hardware_of();
+  std::string perturbation_note;
+  if (perturbation.noise_sigma > 0) {
+    perturbation_note =
+        fmt::format("{}: operator noise differs from rank to rank", perturbation.file);
+  } else {
+    for (uint32_t rank = 1; rank < hardware.size() && perturbation_note.empty(); ++rank) {
+      if (hardware[rank] != hardware[0]) {
+        auto name = [&](uint16_t entry) {
+          return entry == 0 ? std::string("the run's system")
+                            : perturbation.hardware[entry - 1].name;
+        };
+        perturbation_note =
+            fmt::format("{}: rank {} computes as {}, rank 0 as {}", perturbation.file, rank,
+                        name(hardware[rank]), name(hardware[0]));
+      }
+    }
+    for (uint32_t rank = 1; rank < factors.size() && perturbation_note.empty(); ++rank) {
+      if (factors[rank] != factors[0]) {
+        perturbation_note = fmt::format("{}: rank {} computes at a factor of {:g}, rank 0 at {:g}",
+                                        perturbation.file, rank, factors[rank], factors[0]);
+      }
+    }
+  }
+
+  if (settings.fast_path && !perturbation_note.empty()) {
+    symmetry_note = perturbation_note;
+  } else if (settings.fast_path && physical) {
     // Routes on a graph differ from rank to rank (ECMP, tiers): no proof of symmetry.
     symmetry_note = "the network is a graph topology, whose routes differ from rank to rank";
   } else if (settings.fast_path) {
@@ -149,6 +180,8 @@ Expected<RunResult> Simulation::run() {
           "rank classes need the analytical backend (links of the {} backend are shared across "
           "classes)",
           settings.backend);
+    } else if (perturbation.noise_sigma > 0) {
+      class_note = perturbation_note;
     } else if (std::any_of(observers_.begin(), observers_.end(), [](const auto* observer) {
                  return observer->watched_ranks().empty();
                })) {
@@ -167,6 +200,8 @@ Expected<RunResult> Simulation::run() {
       inputs.shared_memory_pools =
           remote.type == memory::MemoryType::kPerNode || remote.type == memory::MemoryType::kPool;
       inputs.threads = settings.threads;
+      if (!factors.empty()) inputs.compute_factors = &factors;
+      if (!hardware.empty()) inputs.hardware = &hardware;
       classes = decide_rank_classes(inputs);
       if (!classes.ok) class_note = classes.reason;
     }
@@ -210,6 +245,15 @@ Expected<RunResult> Simulation::run() {
   options.compute_scale = settings.compute_scale;
   options.comm_scale = settings.comm_scale;
   options.memory = remote;
+  options.compute_factor = factors;
+  options.noise_sigma = perturbation.noise_sigma;
+  options.noise_seed = perturbation.noise_seed;
+  for (const HardwareEntry& entry : perturbation.hardware) {
+    const sys::SystemConfig& other = *entry.system;
+    options.profiles.push_back({other.roofline_enabled, other.peak_perf_tflops.value_or(0),
+                                other.local_mem_bw_gbps.value_or(0), other.compute});
+  }
+  options.profile_of = hardware;
 
   sys::EngineOptions engine_options;
   engine_options.injection_scale = settings.injection_scale;
@@ -402,6 +446,13 @@ Expected<RunResult> Simulation::run() {
   result.network = scenario.inputs().network_name;
   result.system = system.path;
   result.rounding = settings.backend_options.rounding;
+  result.perturbation = perturbation.file;
+  if (perturbation.goodput) {
+    Expected<GoodputResult> goodput =
+        compute_goodput(*perturbation.goodput, result.end.seconds(), rank_count);
+    if (!goodput) return goodput.error().with_context(perturbation.file);
+    result.goodput = *goodput;
+  }
   return result;
 }
 
@@ -419,6 +470,8 @@ ScenarioFiles scenario_files(const RunConfig& config) {
   files.threads = config.threads;
   files.system_config = config.system_config;
   files.network_description = config.network_description;
+  files.perturbation = config.perturbation;
+  files.presets = config.presets;
   return files;
 }
 

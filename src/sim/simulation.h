@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "chakra/validation.h"
 #include "core/error.h"
 #include "network/network_backend.h"
+#include "sim/goodput.h"
 #include "sim/scenario.h"
 #include "system/collective_engine.h"
 #include "workload/executor.h"
@@ -62,6 +64,8 @@ struct RunConfig {
   // In memory instead of the `system` and `network` files (`--hardware`), when set.
   std::shared_ptr<const sys::SystemConfig> system_config;
   std::shared_ptr<const net::NetworkDescription> network_description;
+  std::string perturbation;  // `--perturb` file ("" = none; sim/perturbation.h)
+  PresetLoader presets;      // for its hardware entries that name presets
 };
 
 // Traffic of one network dimension over the whole run.
@@ -111,6 +115,10 @@ struct RunResult {
   std::string network;
   std::string system;
   net::TimeRounding rounding = net::TimeRounding::kAstraSim;
+  // The perturbation file the run followed ("" = none), and what its failures leave of a long
+  // job of iterations as long as this run (sim/goodput.h), when it has a goodput section.
+  std::string perturbation;
+  std::optional<GoodputResult> goodput;
 };
 
 // Called now and then while a run goes (simulated time reached, ranks finished), for progress

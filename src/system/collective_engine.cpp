@@ -382,7 +382,10 @@ Status CollectiveEngine::issue_collective(Rank rank, const CollectiveRequest& re
       return Error::make(
           ErrorKind::kTrace,
           "collective #{} of communicator group '{}' differs across its ranks: rank {} issued {} "
-          "of {} bytes (node {}) but rank {} issued {} of {} bytes (node {})",
+          "of {} bytes (node {}) but rank {} issued {} of {} bytes (node {}); ranks pair a "
+          "group's collectives in the order they issue them (as ASTRA-sim does), so either the "
+          "traces differ or their dependencies leave this order to timing, which a slowed rank "
+          "or another network can change",
           sequence, group.name.empty() ? "all ranks" : group.name, instance.first_rank,
           collective_name(instance.type), instance.bytes, instance.first_node, rank,
           collective_name(request.type), request.bytes, request.node_id);

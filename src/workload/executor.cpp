@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/checked.h"
+#include "core/counter_random.h"
 #include "core/units.h"
 #include "system/collective.h"
 
@@ -98,23 +99,36 @@ WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceG
       options_(std::move(options)),
       remote_memory_(options_.memory, static_cast<uint32_t>(graphs.size())) {
   id_ = engine_.register_handler(*this);
+  perturbed_ = options_.noise_sigma > 0 ||
+               std::any_of(options_.compute_factor.begin(), options_.compute_factor.end(),
+                           [](double factor) { return factor != 1.0; });
+  profiles_.push_back({options_.roofline, options_.peak_perf_tflops, options_.local_mem_bw,
+                       options_.compute_model});
+  profiles_.insert(profiles_.end(), options_.profiles.begin(), options_.profiles.end());
   ranks_.resize(graphs.size());
   // Ranks whose graphs share their structure (the same graph, or graphs derived from one another:
-  // chakra/trace_set_loader.h) share dependency edges and resolved attribute names.
-  std::unordered_map<const void*, std::pair<std::shared_ptr<const chakra::DependencyGraph>, Keys*>>
-      shared;
+  // chakra/trace_set_loader.h) share dependency edges, and with their compute profile resolved
+  // attribute names and node times.
+  std::unordered_map<const void*, std::shared_ptr<const chakra::DependencyGraph>> shared_deps;
+  std::map<std::pair<const void*, uint16_t>, Keys*> shared_keys;
   for (Rank rank = 0; rank < graphs.size(); ++rank) {
     RankState& state = ranks_[rank];
     state.graph = graphs[rank];
-    auto [entry, inserted] = shared.try_emplace(state.graph->structure());
-    if (inserted) {
-      entry->second.first = std::make_shared<const chakra::DependencyGraph>(
+    const uint16_t profile = rank < options_.profile_of.size() ? options_.profile_of[rank] : 0;
+    assert(profile < profiles_.size() && "workload executor: a rank's profile is not given");
+    state.profile = &profiles_[profile];
+    auto [deps, new_deps] = shared_deps.try_emplace(state.graph->structure());
+    if (new_deps) {
+      deps->second = std::make_shared<const chakra::DependencyGraph>(
           chakra::DependencyGraph::build(*state.graph, options_.dependencies));
-      keys_.push_back(std::make_unique<Keys>(*state.graph));
-      entry->second.second = keys_.back().get();
     }
-    state.deps = entry->second.first;
-    state.keys = entry->second.second;
+    auto [keys, new_keys] = shared_keys.try_emplace({state.graph->structure(), profile});
+    if (new_keys) {
+      keys_.push_back(std::make_unique<Keys>(*state.graph));
+      keys->second = keys_.back().get();
+    }
+    state.deps = deps->second;
+    state.keys = keys->second;
     state.tracker = std::make_unique<chakra::DependencyTracker>(*state.graph, *state.deps);
     state.flags.assign(state.graph->size(), NodeFlags{kPending, kSlotUnknown, kNoActivity});
     state.result.rank = rank;
@@ -242,16 +256,29 @@ Expected<SimTime> WorkloadExecutor::compute_time(const RankState& state, NodeInd
   return time;
 }
 
+SimTime WorkloadExecutor::perturbed(Rank rank, NodeIndex node, SimTime time) const {
+  double factor = rank < options_.compute_factor.size() ? options_.compute_factor[rank] : 1.0;
+  if (options_.noise_sigma > 0) {
+    const double sigma = options_.noise_sigma;
+    factor *=
+        std::exp(sigma * normal_draw(options_.noise_seed, rank, ranks_[rank].graph->id(node)) -
+                 0.5 * sigma * sigma);
+  }
+  if (factor == 1.0) return time;
+  return SimTime::from_ps(saturating_round_i64(static_cast<double>(time.ps()) * factor));
+}
+
 Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state, NodeIndex node,
                                                           bool cpu) const {
   const TraceGraph& graph = *state.graph;
-  if (cpu || options_.replay_only || !options_.roofline) return replay_time(graph, node);
+  const ComputeProfile& profile = *state.profile;
+  if (cpu || options_.replay_only || !profile.roofline) return replay_time(graph, node);
   Expected<std::optional<uint64_t>> flops = graph.get_uint(node, state.keys->num_ops);
   if (!flops) return flops.error();
   Expected<std::optional<uint64_t>> bytes = graph.get_uint(node, state.keys->tensor_size);
   if (!bytes) return bytes.error();
   if (!flops->has_value() || **flops == 0) return replay_time(graph, node);
-  if (options_.compute_model) {
+  if (profile.compute_model) {
     // A GEMM when the node carries its shape (gen llm, replay --emit-chakra); else a kernel
     // timed by its bytes and FLOPs.
     sys::GemmShape shape;
@@ -263,11 +290,10 @@ Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state
       if (!value) return value.error();
       if (value->has_value()) *out[idx] = **value;
     }
-    return sys::compute_model_time(*options_.compute_model, **flops, bytes->value_or(0),
+    return sys::compute_model_time(*profile.compute_model, **flops, bytes->value_or(0),
                                    shape.valid() ? &shape : nullptr);
   }
-  return roofline_time(**flops, bytes->value_or(0), options_.peak_perf_tflops,
-                       options_.local_mem_bw);
+  return roofline_time(**flops, bytes->value_or(0), profile.peak_perf_tflops, profile.local_mem_bw);
 }
 
 // Issues what can issue on `rank`: ready nodes in ascending id order, each when its slot is free.
@@ -336,6 +362,7 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
       fail(time.error().with_context(where()));
       return false;
     }
+    if (perturbed_) time = perturbed(rank, node, *time);
     begin(state, node, cpu ? Activity::kCpu : Activity::kCompute);
     if (cpu) {
       state.result.cpu_compute += *time;

@@ -32,6 +32,14 @@ namespace orrery::workload {
 
 using net::Rank;
 
+// How a rank's accelerator computes: the roofline's ceiling, or a preset's compute model.
+struct ComputeProfile {
+  bool roofline = false;        // GPU compute from num_ops and tensor_size
+  double peak_perf_tflops = 0;  // roofline ceiling
+  double local_mem_bw = 0;      // bytes per ns (decimal GB/s)
+  std::optional<sys::ComputeModel> compute_model;
+};
+
 struct ExecutorOptions {
   chakra::DependencyKinds dependencies = chakra::DependencyKinds::kBoth;
   bool roofline = false;        // GPU compute from num_ops and tensor_size
@@ -45,6 +53,16 @@ struct ExecutorOptions {
   // roofline above is exactly ASTRA-sim's.
   std::optional<sys::ComputeModel> compute_model;
   memory::RemoteMemoryConfig memory;
+  // Perturbations (sim/perturbation.h): a factor on every compute node's time by rank (empty:
+  // none), and noise: a factor exp(sigma z - sigma^2 / 2), z standard normal drawn per (seed,
+  // rank, node id) (core/counter_random.h), mean 1 (sigma 0: none).
+  std::vector<double> compute_factor;
+  double noise_sigma = 0;
+  uint64_t noise_seed = 1;
+  // Mixed hardware: rank r computes by profiles[profile_of[r] - 1] when profile_of[r] > 0, by the
+  // fields above otherwise (and when profile_of is shorter than the ranks).
+  std::vector<ComputeProfile> profiles;
+  std::vector<uint16_t> profile_of;
 };
 
 // The roofline time of a compute node: num_ops / min(peak, memory bandwidth x intensity), with
@@ -175,7 +193,8 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   };
   struct RankState {
     const chakra::TraceGraph* graph = nullptr;
-    Keys* keys = nullptr;  // shared with the ranks of the same structure
+    Keys* keys = nullptr;  // shared with the ranks of the same structure and compute profile
+    const ComputeProfile* profile = nullptr;
     std::shared_ptr<const chakra::DependencyGraph> deps;
     std::unique_ptr<chakra::DependencyTracker> tracker;
     bool busy[3] = {false, false, false};
@@ -206,6 +225,8 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   void end(Rank rank, chakra::NodeIndex node);
   void fail(Error error);
   Expected<SimTime> compute_time(const RankState& state, chakra::NodeIndex node, bool cpu) const;
+  // `time` of `node` on `rank` with the rank's compute factor and the node's noise.
+  SimTime perturbed(Rank rank, chakra::NodeIndex node, SimTime time) const;
   Expected<SimTime> unscaled_compute_time(const RankState& state, chakra::NodeIndex node,
                                           bool cpu) const;
   // comm_size x --comm-scale; an Error when it passes kMaxBytes (core/checked.h), to which the
@@ -216,7 +237,8 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   HandlerId id_{};
   sys::SystemLayer* system_ = nullptr;
   std::vector<RankState> ranks_;
-  std::vector<std::unique_ptr<Keys>> keys_;                         // one per distinct graph
+  std::vector<std::unique_ptr<Keys>> keys_;  // one per distinct graph structure and profile
+  std::vector<ComputeProfile> profiles_;     // 0: the options' own fields, then options_.profiles
   std::vector<std::pair<uint64_t, chakra::NodeIndex>> candidates_;  // pump's scratch
   std::vector<RunObserver*> observers_;
   std::map<std::string, uint32_t> groups_;
@@ -224,6 +246,7 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   memory::RemoteMemory remote_memory_;  // built from options_.memory: declared after it
   std::optional<Error> failure_;
   size_t finished_ranks_ = 0;
+  bool perturbed_ = false;  // a compute factor is not 1, or there is noise
 };
 
 }  // namespace orrery::workload

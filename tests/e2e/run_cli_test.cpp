@@ -29,6 +29,12 @@ std::string micro(const std::string& name) {
   return test::test_data("astra-sim/microbenchmarks/" + name + "/8npus_1MB/" + name);
 }
 
+void expect_failure(const CommandResult& result, const std::string& needle) {
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("orrery: error: "), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
+}
+
 TEST(RunCli, astra_sim_flags_and_output_lines) {
   const CommandResult result = run_orrery(
       {"run", "--workload-configuration=" + micro("all_reduce"),
@@ -98,12 +104,6 @@ TEST(RunCli, help_lists_the_astra_sim_flags) {
 
 // ---- failures: one message, non-zero exit, never a crash ----
 
-void expect_failure(const CommandResult& result, const std::string& needle) {
-  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
-  EXPECT_NE(result.err.find("orrery: error: "), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
-}
-
 TEST(RunCliBadInput, a_missing_rank_file) {
   TempDir dir;
   std::ofstream(dir.file("net.yml"))
@@ -146,6 +146,66 @@ TEST(RunCliBadInput, a_missing_system_file) {
   expect_failure(run_orrery({"run", "-w", micro("all_reduce"), "-s", "/no/such/sys.json", "-n",
                              test::test_data("network/Ring_8npus.yml")}),
                  "/no/such/sys.json");
+}
+
+TEST(RunCli, perturb_slows_the_ranks_it_names_and_reports_goodput) {
+  TempDir dir;
+  // The issue's file, as a user writes it, with failures added.
+  std::ofstream(dir.file("perturb.yml"))
+      << "compute:                 # a factor on every compute node's time of these ranks\n"
+         "  - ranks: \"3\"           # rank list as --timeline-ranks takes it\n"
+         "    factor: 2.0\n"
+         "goodput:\n  mtbf_hours: 20000\n  checkpoint_s: 20\n  restart_s: 300\n";
+  // gen llm's traces order every group's collectives by their dependencies.
+  const CommandResult gen =
+      run_orrery({"gen", "llm", "--model", "gpt3-6.7b", "--global-batch", "8", "--dp", "2", "--tp",
+                  "2", "--pp", "2", "-o", dir.file("w")});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  std::vector<std::string> args{"run", "-q",
+                                "-o",  dir.file("healthy.json"),
+                                "-w",  dir.file("w"),
+                                "-g",  dir.file("w.json"),
+                                "-s",  example("system.json"),
+                                "-n",  example("network.yml")};
+  ASSERT_EQ(run_orrery(args).exit_code, 0);
+  args[3] = dir.file("slow.json");
+  args.push_back("--perturb");
+  args.push_back(dir.file("perturb.yml"));
+  const CommandResult result = run_orrery(args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("fast path: off (" + dir.file("perturb.yml") +
+                            ": rank 3 computes at a factor of 2, rank 0 at 1"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("goodput                 0."), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("Daly's closed form"), std::string::npos) << result.out;
+  const auto healthy = nlohmann::json::parse(std::ifstream(dir.file("healthy.json")));
+  const auto slow = nlohmann::json::parse(std::ifstream(dir.file("slow.json")));
+  EXPECT_GT(slow["summary"]["simulated_ns"], healthy["summary"]["simulated_ns"]);
+  EXPECT_EQ(slow["ranks"][3]["compute_ns"].get<int64_t>(),
+            2 * healthy["ranks"][3]["compute_ns"].get<int64_t>());
+  EXPECT_EQ(slow["ranks"][2]["compute_ns"], healthy["ranks"][2]["compute_ns"]);
+  EXPECT_EQ(slow["perturbation"], dir.file("perturb.yml"));
+  EXPECT_EQ(slow["goodput"]["components"], 8);
+  EXPECT_GT(slow["goodput"]["simulated"].get<double>(), 0.9);
+  EXPECT_FALSE(healthy.contains("goodput"));
+
+  // The bundled example's traces leave two collectives of a group unordered: slowing rank 3
+  // makes it issue them the other way round, which is refused, saying so.
+  std::vector<std::string> example_args{"run", "-q", "--perturb", dir.file("perturb.yml")};
+  for (const std::string& flag : example_flags()) example_args.push_back(flag);
+  expect_failure(run_orrery(example_args), "leave this order to timing");
+}
+
+TEST(RunCliBadInput, a_bad_perturbation_file_names_its_line) {
+  TempDir dir;
+  std::ofstream(dir.file("perturb.yml")) << "compute:\n  - ranks: \"3-99\"\n    factor: 2\n";
+  std::vector<std::string> args{"run", "-q", "--perturb", dir.file("perturb.yml")};
+  for (const std::string& flag : example_flags()) args.push_back(flag);
+  expect_failure(run_orrery(args), dir.file("perturb.yml") +
+                                       ":2: compute entry: rank 99 is beyond the job's 8 ranks");
+  args[3] = dir.file("missing.yml");
+  expect_failure(run_orrery(args), "missing.yml: cannot open the perturbation file");
 }
 
 }  // namespace run_cli_test

@@ -234,3 +234,33 @@ def test_libra_solve_gives_the_clis_optimum(tmp_path):
                    capture_output=True)
     cli = json.loads(out.read_text())
     assert solved["optimum"] == cli["optimum"]
+
+
+def test_a_perturbation_from_a_dict_runs_as_the_clis_perturb_file(tmp_path):
+    perturb = {"compute": [{"ranks": "5", "factor": 1.5}],
+               "links": [{"dimension": 0, "factor": 0.5}],
+               "goodput": {"mtbf_hours": 5000, "checkpoint_s": 30, "restart_s": 120,
+                           "horizon_hours": 10000}}
+    path = tmp_path / "perturb.yml"
+    path.write_text(json.dumps(perturb))
+    result = orrery.run(example_scenario(perturb=perturb))
+    healthy = orrery.run(example_scenario())
+    assert result.finish_ns > healthy.finish_ns
+    document = json.loads(result.to_json())
+    assert document["simulation"]["mode"] == "full"
+    assert "rank 5 computes at a factor of 1.5" in document["simulation"]["fast_path_note"]
+    cli = json.loads(cli_document(tmp_path, "--perturb", str(path)))
+    del document["perturbation"], cli["perturbation"]  # "perturbation" and the file's name
+    cli["summary"]["wall_seconds"] = 0.0
+    cli["simulation"]["fast_path_note"] = document["simulation"]["fast_path_note"]
+    assert document == cli
+    goodput = document["goodput"]
+    assert goodput["components"] == 8
+    assert abs(goodput["simulated"] - goodput["daly"]) < 0.02 * goodput["daly"]
+    # Replacing the perturbation applies it to the given network once; None removes it.
+    again = example_scenario(perturb=perturb).replace(perturb=perturb)
+    assert orrery.run(again).finish_ns == result.finish_ns
+    assert orrery.run(example_scenario(perturb=perturb).replace(perturb=None)).finish_ns == \
+        healthy.finish_ns
+    with pytest.raises(orrery.Error, match=r"perturbation:1: perturbation: unknown key 'slow'"):
+        example_scenario(perturb={"slow": 1})

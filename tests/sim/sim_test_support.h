@@ -90,6 +90,7 @@ struct RunInputs {
   sim::RunSettings settings;
   // Communicator groups given as they are (a generator's), instead of comm_groups' text.
   std::shared_ptr<const chakra::CommGroups> groups;
+  std::string perturbation;  // perturbation YAML ("" = none), read as "perturb.yml"
 };
 
 inline Expected<sim::Scenario> make_scenario(const RunInputs& in) {
@@ -120,6 +121,12 @@ inline Expected<sim::Scenario> make_scenario(const RunInputs& in) {
     inputs.memory = std::make_shared<const memory::RemoteMemoryConfig>(std::move(*memory));
   }
   inputs.settings = in.settings;
+  if (!in.perturbation.empty()) {
+    Expected<sim::Perturbation> perturbation =
+        sim::parse_perturbation(in.perturbation, "perturb.yml");
+    if (!perturbation) return perturbation.error();
+    inputs.perturbation = std::make_shared<const sim::Perturbation>(std::move(*perturbation));
+  }
   return sim::Scenario::create(std::move(inputs));
 }
 

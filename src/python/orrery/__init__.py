@@ -53,7 +53,9 @@ class Scenario:
     Settings (keywords of from_files, the constructor and replace): backend (see backends()),
     timing ("astra-sim" or "exact"), strict, fast_path, compute_scale, comm_scale,
     injection_scale, queues_per_dim, memory_capacity (bytes or "80GiB"), threads, roce (a YAML
-    path or a dict), and for files uniform (every rank runs rank 0's trace).
+    path or a dict), perturb (slow ranks, noise, degraded links, failures: a YAML path or a dict
+    of the keys of docs/formats/perturb.md; None removes it), and for files uniform (every rank
+    runs rank 0's trace).
     """
 
     def __init__(self, workload, system, network, comm_groups=None, memory=None,

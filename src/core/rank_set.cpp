@@ -1,4 +1,4 @@
-#include "report/rank_set.h"
+#include "core/rank_set.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace orrery::report {
+namespace orrery {
 
 namespace {
 
@@ -67,4 +67,4 @@ bool RankSet::contains(uint32_t rank) const {
   return rank >= found->first && rank <= found->second;
 }
 
-}  // namespace orrery::report
+}  // namespace orrery

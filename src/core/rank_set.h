@@ -1,4 +1,4 @@
-// report/rank_set.h: a set of ranks written as people write them: "0-15,1024,2048-2055".
+// core/rank_set.h: a set of ranks written as people write them: "0-15,1024,2048-2055".
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace orrery::report {
+namespace orrery {
 
 class RankSet {
  public:
@@ -19,10 +19,12 @@ class RankSet {
 
   bool contains(uint32_t rank) const;
   bool is_all() const { return all_; }
+  // The highest rank in the set (UINT32_MAX for all()).
+  uint32_t last() const { return all_ || ranges_.empty() ? UINT32_MAX : ranges_.back().second; }
 
  private:
   bool all_ = true;
   std::vector<std::pair<uint32_t, uint32_t>> ranges_;  // inclusive, sorted, merged
 };
 
-}  // namespace orrery::report
+}  // namespace orrery
