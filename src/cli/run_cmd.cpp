@@ -47,6 +47,7 @@ struct RunOptions {
   std::string hardware;
   uint32_t nodes = 1;
   std::string nic;
+  std::string jobs;
 };
 
 std::string ns_text(SimTime time) {
@@ -81,7 +82,59 @@ Status resolve_machine(RunOptions& options) {
   return Status::ok();
 }
 
+// --jobs: several jobs on one network, each also alone.
+int run_jobs(RunOptions& options) {
+  const sim::RunConfig& config = options.config;
+  if (!config.workload.empty() || !config.system.empty() || !config.network.empty() ||
+      !options.hardware.empty() || !config.perturbation.empty()) {
+    return report_error(Error::make(ErrorKind::kInvalidArgument,
+                                    "--jobs names each job's workload and system and the network: "
+                                    "give none of -w, -s, -n, --hardware or --perturb with it"));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  sim::RunSettings settings;
+  settings.backend_options.rounding =
+      options.timing == "exact" ? net::TimeRounding::kExact : net::TimeRounding::kAstraSim;
+  settings.threads = config.threads;
+  Expected<sim::Jobs> jobs = sim::load_jobs(options.jobs, settings);
+  if (!jobs) return report_error(jobs.error());
+  for (const sim::Job& job : jobs->jobs) {
+    for (const std::string& warning : job.scenario->warnings())
+      fmt::print(stderr, "orrery: warning: job {}: {}\n", job.spec.name, warning);
+  }
+  Expected<sim::JobsResult> result = sim::run_jobs(*jobs);
+  if (!result) return report_error(result.error());
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cout << fmt::format("orrery: {} jobs on {} ({} backend)\n", jobs->jobs.size(),
+                           jobs->network_name, jobs->backend);
+  for (const sim::JobResult& job : result->jobs) {
+    std::cout << fmt::format(
+        "  job {}: {} ranks from {} ns: iteration {} ns, alone {} ns, slowdown {:.3f}x; compute "
+        "{} ns, exposed communication {} ns per rank (mean)\n",
+        job.name, job.ranks, ns_text(job.start), ns_text(job.iteration), ns_text(job.alone),
+        job.slowdown, ns_text(job.compute_mean), ns_text(job.exposed_mean));
+  }
+  size_t shared_links = 0;
+  for (const sim::JobLink& link : result->links) shared_links += link.jobs.size() > 1 ? 1 : 0;
+  std::cout << fmt::format(
+      "  links: {} used, {} of them by more than one job; {} messages, {} events in {:.3f} s\n",
+      format_count(result->links.size()), format_count(shared_links),
+      format_count(result->messages), format_count(result->events), wall);
+  if (!options.output.empty()) {
+    std::ofstream out(options.output);
+    out << report::jobs_result_json_text(*jobs, *result, wall);
+    if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", options.output));
+  }
+  return 0;
+}
+
 int run(RunOptions& options) {
+  if (!options.jobs.empty()) return run_jobs(options);
+  if (options.config.workload.empty()) {
+    return report_error(
+        Error::make(ErrorKind::kInvalidArgument, "give the workload (-w PREFIX), or --jobs FILE"));
+  }
   if (Status status = resolve_machine(options); !status) return report_error(status.error());
   // Hardware entries of --perturb may name presets: one node's system of each.
   options.config.presets = [](const std::string& name) -> Expected<sys::SystemConfig> {
@@ -249,8 +302,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   sim::RunConfig& config = options->config;
   cmd->add_option("-w,--workload-configuration,--workload", config.workload,
                   "trace prefix P of rank files P.0.et, P.1.et, ... (or of gen --classes files: "
-                  "P.class.<k>.et and the rank map P.ranks.json)")
-      ->required();
+                  "P.class.<k>.et and the rank map P.ranks.json); required unless --jobs");
   cmd->add_option("-s,--system-configuration,--system", config.system,
                   "ASTRA-sim system JSON (or --hardware)");
   cmd->add_option("-n,--network-configuration,--network", config.network,
@@ -341,6 +393,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "rank list (fixed, lognormal, uniform, a tail of slow ranks), operator-time "
                   "noise, link bandwidth factors, ranks of other hardware (presets or system "
                   "files), and failures with checkpoints (goodput)");
+  cmd->add_option("--jobs", options->jobs,
+                  "YAML of several jobs on one graph topology (docs/formats/jobs.md): each its "
+                  "workload, system, groups, placement on NPUs and start time; per job the "
+                  "iteration and slowdown against running alone, per link the jobs sharing it");
   cmd->add_flag("--uniform", config.uniform,
                 "every rank runs <workload>.0.et (for clusters too big for a file per rank)");
   cmd->add_option("--progress", options->progress,

@@ -19,9 +19,9 @@ std::optional<uint32_t> parse_rank(std::string_view text) {
 
 }  // namespace
 
-Expected<RankSet> RankSet::parse(std::string_view text, uint32_t rank_count) {
-  RankSet set;
-  set.all_ = false;
+Expected<std::vector<std::pair<uint32_t, uint32_t>>> parse_rank_ranges(std::string_view text,
+                                                                       uint32_t rank_count) {
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
   size_t begin = 0;
   while (begin <= text.size()) {
     const size_t comma = text.find(',', begin);
@@ -42,10 +42,19 @@ Expected<RankSet> RankSet::parse(std::string_view text, uint32_t rank_count) {
       return Error::make(ErrorKind::kInvalidArgument, "rank {} is beyond the job's {} ranks", *last,
                          rank_count);
     }
-    set.ranges_.emplace_back(*first, *last);
+    ranges.emplace_back(*first, *last);
     if (comma == std::string_view::npos) break;
     begin = comma + 1;
   }
+  return ranges;
+}
+
+Expected<RankSet> RankSet::parse(std::string_view text, uint32_t rank_count) {
+  Expected<std::vector<std::pair<uint32_t, uint32_t>>> ranges = parse_rank_ranges(text, rank_count);
+  if (!ranges) return ranges.error();
+  RankSet set;
+  set.all_ = false;
+  set.ranges_ = std::move(*ranges);
   std::sort(set.ranges_.begin(), set.ranges_.end());
   std::vector<std::pair<uint32_t, uint32_t>> merged;
   for (const auto& range : set.ranges_) {

@@ -3,11 +3,17 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 
 namespace orrery {
+
+// The ranges of "a-b,c,..." (inclusive) in the order written, repeats kept. Errors as
+// RankSet::parse's.
+Expected<std::vector<std::pair<uint32_t, uint32_t>>> parse_rank_ranges(std::string_view text,
+                                                                       uint32_t rank_count);
 
 class RankSet {
  public:

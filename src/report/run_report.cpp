@@ -313,4 +313,62 @@ Status write_run_csv(const sim::RunResult& result, const std::string& dir) {
   return Status::ok();
 }
 
+std::string jobs_result_json_text(const sim::Jobs& jobs, const sim::JobsResult& result,
+                                  double wall_seconds) {
+  nlohmann::ordered_json doc;
+  doc["format"] = "orrery-jobs/1";
+  doc["jobs_file"] = jobs.file;
+  doc["network"] = jobs.network_name;
+  doc["backend"] = jobs.backend;
+  doc["summary"] = {{"jobs", result.jobs.size()},
+                    {"simulated_ns", ns(result.end)},
+                    {"events", result.events},
+                    {"messages", result.messages},
+                    {"wall_seconds", wall_seconds}};
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (size_t index = 0; index < result.jobs.size(); ++index) {
+    const sim::JobResult& job = result.jobs[index];
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+    for (const workload::RankResult& rank : job.ranks_detail) {
+      ranks.push_back({{"rank", rank.rank},
+                       {"npu", jobs.jobs[index].spec.placement[rank.rank]},
+                       {"finish_ns", ns(rank.finish)},
+                       {"compute_ns", ns(rank.gpu_compute)},
+                       {"comm_ns", ns(rank.comm_active)},
+                       {"comm_not_overlapped_ns", ns(rank.comm_exposed)}});
+    }
+    list.push_back({{"name", job.name},
+                    {"ranks", job.ranks},
+                    {"start_ns", ns(job.start)},
+                    {"iteration_ns", ns(job.iteration)},
+                    {"alone_ns", ns(job.alone)},
+                    {"slowdown", job.slowdown},
+                    {"compute_ns", ns(job.compute_mean)},
+                    {"exposed_comm_ns", ns(job.exposed_mean)},
+                    {"rank_results", std::move(ranks)}});
+  }
+  doc["jobs"] = std::move(list);
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (const sim::JobLink& link : result.links) {
+    nlohmann::ordered_json by_job = nlohmann::ordered_json::object();
+    nlohmann::ordered_json names = nlohmann::ordered_json::array();
+    for (size_t k = 0; k < link.jobs.size(); ++k) {
+      names.push_back(result.jobs[link.jobs[k]].name);
+      by_job[result.jobs[link.jobs[k]].name] = link.bytes_by_job[k];
+    }
+    links.push_back({{"link", link.stats.link},
+                     {"src", link.src},
+                     {"dst", link.dst},
+                     {"tier", link.stats.dimension},
+                     {"bytes", link.stats.bytes},
+                     {"busy_ns", ns(link.stats.busy)},
+                     {"messages", link.stats.messages},
+                     {"peak_queue", link.stats.peak_queue},
+                     {"jobs", std::move(names)},
+                     {"bytes_by_job", std::move(by_job)}});
+  }
+  doc["links"] = std::move(links);
+  return doc.dump(1) + "\n";
+}
+
 }  // namespace orrery::report

@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/error.h"
+#include "sim/jobs.h"
 #include "sim/simulation.h"
 
 namespace orrery::report {
@@ -21,6 +22,12 @@ std::string run_result_json_text(const sim::RunResult& result, double wall_secon
 // Everything the run measured, in one JSON document (run_result_json_text, parsed). `wall_seconds`
 // is the only field that varies between identical runs.
 nlohmann::ordered_json run_result_to_json(const sim::RunResult& result, double wall_seconds);
+
+// Several jobs on one network (`orrery run --jobs --output`, "format": "orrery-jobs/1",
+// docs/formats/jobs.md): per job its iteration, alone, slowdown and per-rank figures; per link
+// its bytes and the jobs that crossed it.
+std::string jobs_result_json_text(const sim::Jobs& jobs, const sim::JobsResult& result,
+                                  double wall_seconds);
 
 // ranks.csv, collectives.csv, links.csv and dimensions.csv in `dir` (created if needed), with the
 // same fields as the JSON arrays.

@@ -58,6 +58,48 @@ Error time_limit_error(const EventEngine& engine, const workload::WorkloadExecut
 
 }  // namespace
 
+GroupTable group_table(const chakra::CommGroups& groups) {
+  GroupTable table;
+  table.ids.emplace("", 0);
+  if (groups.find("0") == &groups.all()) table.ids.emplace("0", 0);
+  for (const auto& [name, group] : groups.named()) {
+    std::vector<net::Rank> ranks(group.ranks.begin(), group.ranks.end());
+    table.declared.emplace_back(name, std::move(ranks));
+  }
+  table.all_ranks_ids = table.ids;  // before the declared names
+  for (size_t idx = 0; idx < table.declared.size(); ++idx) {
+    table.ids[table.declared[idx].first] = static_cast<uint32_t>(idx + 1);
+    table.names.push_back(table.declared[idx].first);
+  }
+  return table;
+}
+
+workload::ExecutorOptions executor_options(const Scenario& scenario) {
+  const RunSettings& settings = scenario.settings();
+  const sys::SystemConfig& system = scenario.system();
+  const Perturbation& perturbation = scenario.perturbation();
+  workload::ExecutorOptions options;
+  options.dependencies = settings.dependencies;
+  options.roofline = system.roofline_enabled;
+  options.peak_perf_tflops = system.peak_perf_tflops.value_or(0);
+  options.local_mem_bw = system.local_mem_bw_gbps.value_or(0);
+  options.replay_only = system.replay_only;
+  options.compute_model = system.compute;
+  options.compute_scale = settings.compute_scale;
+  options.comm_scale = settings.comm_scale;
+  options.memory = scenario.memory();
+  options.compute_factor = scenario.compute_factors();
+  options.noise_sigma = perturbation.noise_sigma;
+  options.noise_seed = perturbation.noise_seed;
+  for (const HardwareEntry& entry : perturbation.hardware) {
+    const sys::SystemConfig& other = *entry.system;
+    options.profiles.push_back({other.roofline_enabled, other.peak_perf_tflops.value_or(0),
+                                other.local_mem_bw_gbps.value_or(0), other.compute});
+  }
+  options.profile_of = scenario.hardware_of();
+  return options;
+}
+
 double DimensionSummary::utilization(SimTime end) const {
   if (links == 0 || end <= SimTime::zero()) return 0.0;
   return busy.seconds() / (static_cast<double>(links) * end.seconds());
@@ -84,23 +126,13 @@ Expected<RunResult> Simulation::run() {
       net::make_backend(settings.backend, engine, network_description, settings.backend_options);
   if (!network) return network.error();
 
-  std::map<std::string, uint32_t> group_ids;
-  std::vector<std::string> group_names{""};
-  group_ids.emplace("", 0);
-  if (groups.find("0") == &groups.all()) group_ids.emplace("0", 0);
-
   // The executor listens to the collective engine, which needs its groups before the run: build
   // the group table first, then both. (The fast paths read it too.)
-  std::vector<std::pair<std::string, std::vector<net::Rank>>> declared;
-  for (const auto& [name, group] : groups.named()) {
-    std::vector<net::Rank> ranks(group.ranks.begin(), group.ranks.end());
-    declared.emplace_back(name, std::move(ranks));
-  }
-  std::map<std::string, uint32_t> all_ranks_ids = group_ids;  // before the declared names
-  for (size_t idx = 0; idx < declared.size(); ++idx) {
-    group_ids[declared[idx].first] = static_cast<uint32_t>(idx + 1);
-    group_names.push_back(declared[idx].first);
-  }
+  GroupTable table = group_table(groups);
+  std::map<std::string, uint32_t>& group_ids = table.ids;
+  std::vector<std::string>& group_names = table.names;
+  std::vector<std::pair<std::string, std::vector<net::Rank>>>& declared = table.declared;
+  const std::map<std::string, uint32_t>& all_ranks_ids = table.all_ranks_ids;
 
   // ---- a symmetric run simulates one representative rank ----
   bool symmetric = false;
@@ -235,25 +267,7 @@ Expected<RunResult> Simulation::run() {
     for (uint32_t rank = 0; rank < rank_count; ++rank) graphs.push_back(&traces.rank_graph(rank));
   }
 
-  workload::ExecutorOptions options;
-  options.dependencies = settings.dependencies;
-  options.roofline = system.roofline_enabled;
-  options.peak_perf_tflops = system.peak_perf_tflops.value_or(0);
-  options.local_mem_bw = system.local_mem_bw_gbps.value_or(0);
-  options.replay_only = system.replay_only;
-  options.compute_model = system.compute;
-  options.compute_scale = settings.compute_scale;
-  options.comm_scale = settings.comm_scale;
-  options.memory = remote;
-  options.compute_factor = factors;
-  options.noise_sigma = perturbation.noise_sigma;
-  options.noise_seed = perturbation.noise_seed;
-  for (const HardwareEntry& entry : perturbation.hardware) {
-    const sys::SystemConfig& other = *entry.system;
-    options.profiles.push_back({other.roofline_enabled, other.peak_perf_tflops.value_or(0),
-                                other.local_mem_bw_gbps.value_or(0), other.compute});
-  }
-  options.profile_of = hardware;
+  const workload::ExecutorOptions options = executor_options(scenario);
 
   sys::EngineOptions engine_options;
   engine_options.injection_scale = settings.injection_scale;

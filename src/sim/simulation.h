@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -144,6 +145,20 @@ class Simulation {
   ProgressFn progress_;
   bool ran_ = false;
 };
+
+// The system layer's group table of `groups`: "" (and "0" when it names every rank) is group 0,
+// then the named groups in order, each with its ranks. `all_ranks_ids` holds the names of group 0.
+struct GroupTable {
+  std::map<std::string, uint32_t> ids;                                   // pg_name -> engine group
+  std::vector<std::string> names{""};                                    // by engine group
+  std::vector<std::pair<std::string, std::vector<net::Rank>>> declared;  // groups 1, 2, ...
+  std::map<std::string, uint32_t> all_ranks_ids;
+};
+GroupTable group_table(const chakra::CommGroups& groups);
+
+// The workload executor's options for `scenario`: its system's compute, the settings' scales and
+// dependencies, its memory, its perturbation's factors, noise and hardware.
+workload::ExecutorOptions executor_options(const Scenario& scenario);
 
 // A Simulation of `scenario`, run.
 Expected<RunResult> simulate(const Scenario& scenario);

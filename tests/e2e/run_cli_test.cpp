@@ -208,5 +208,51 @@ TEST(RunCliBadInput, a_bad_perturbation_file_names_its_line) {
   expect_failure(run_orrery(args), "missing.yml: cannot open the perturbation file");
 }
 
+TEST(RunCli, jobs_share_a_network_and_report_their_slowdown_and_shared_links) {
+  TempDir dir;
+  // The 128-NPU two-tier Clos of the generator (16 NPUs per leaf); two 64-rank jobs on its
+  // halves.
+  std::ofstream(dir.file("clos128.yml")) << "generator: clos2\n";
+  std::ofstream(dir.file("sys.json"))
+      << "{\"scheduling-policy\": \"LIFO\", "
+         "\"endpoint-delay\": 10, \"active-chunks-per-dimension\": 1, "
+         "\"preferred-dataset-splits\": 4, "
+         "\"all-reduce-implementation\": [\"ring\", \"ring\"], "
+         "\"all-gather-implementation\": [\"ring\", \"ring\"], "
+         "\"reduce-scatter-implementation\": [\"ring\", \"ring\"], "
+         "\"all-to-all-implementation\": [\"ring\", \"ring\"], "
+         "\"collective-optimization\": \"localBWAware\", "
+         "\"local-mem-bw\": 1600}\n";
+  const CommandResult gen = run_orrery({"gen", "microbench", "--collective", "all-reduce", "--size",
+                                        "16MiB", "--ranks", "64", "-o", dir.file("a/w")});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  std::ofstream(dir.file("jobs.yaml"))
+      << "network: clos128.yml\nbackend: flow\njobs:\n"
+         "  - name: a\n    workload: a/w\n    system: sys.json\n    placement: \"0-63\"\n"
+         "    start_ns: 0\n"
+         "  - name: b\n    workload: a/w\n    system: sys.json\n"
+         "    placement: \"64-127\"\n";
+  const CommandResult result =
+      run_orrery({"run", "--jobs", dir.file("jobs.yaml"), "-o", dir.file("jobs.json")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("orrery: 2 jobs on " + dir.file("clos128.yml") + " (flow backend)"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("  job a: 64 ranks from 0 ns: iteration "), std::string::npos)
+      << result.out;
+  const auto json = nlohmann::json::parse(std::ifstream(dir.file("jobs.json")));
+  EXPECT_EQ(json["format"], "orrery-jobs/1");
+  ASSERT_EQ(json["jobs"].size(), 2u);
+  EXPECT_EQ(json["jobs"][1]["rank_results"][0]["npu"], 64);
+  // Disjoint halves of the Clos share no link: each runs as it does alone.
+  for (const auto& job : json["jobs"]) EXPECT_EQ(job["iteration_ns"], job["alone_ns"]);
+  for (const auto& link : json["links"]) EXPECT_EQ(link["jobs"].size(), 1u) << link.dump();
+  // -w is not for --jobs.
+  expect_failure(run_orrery({"run", "--jobs", dir.file("jobs.yaml"), "-w", dir.file("a/w")}),
+                 "give none of -w, -s, -n, --hardware or --perturb with it");
+  expect_failure(run_orrery({"run", "-s", "sys.json", "-n", "net.yml"}),
+                 "give the workload (-w PREFIX), or --jobs FILE");
+}
+
 }  // namespace run_cli_test
 }  // namespace orrery
