@@ -249,6 +249,7 @@ int run(RunOptions& options) {
   if (!result->perturbation.empty() && result->mode == "full" && !result->fast_path_note.empty()) {
     std::cout << fmt::format("  fast path: off ({})\n", result->fast_path_note);
   }
+  if (!result->stopped.empty()) std::cout << "  stopped: " << result->stopped << "\n";
   if (result->goodput) {
     const sim::GoodputResult& g = *result->goodput;
     std::cout << fmt::format(

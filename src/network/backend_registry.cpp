@@ -48,6 +48,18 @@ Expected<std::unique_ptr<NetworkBackend>> make_backend(std::string_view name, Ev
     return Error::make(ErrorKind::kInvalidArgument, "unknown network backend '{}' (expected {})",
                        name, backend_names_text());
   }
+  if (!options.failures.empty()) {
+    if (network.graph == nullptr || name == "roce") {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "link failures need a graph topology and the flow, analytical or "
+                         "congestion-aware backend (not {}{})",
+                         name, network.graph == nullptr ? " on an ASTRA-sim network" : "");
+    }
+    Expected<std::shared_ptr<const FailingFabric>> fabric =
+        FailingFabric::create(network.graph, options.failures, engine);
+    if (!fabric) return fabric.error();
+    return make_fabric_backend(name, engine, std::move(*fabric), network.logical);
+  }
   if (network.graph == nullptr) {
     if (!info->on_astra_networks) {
       return Error::make(ErrorKind::kInvalidArgument,

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/event_engine.h"
+#include "network/failing_fabric.h"
 #include "network/graph_yaml.h"
 #include "network/network_backend.h"
 #include "network/roce_config.h"
@@ -23,6 +24,9 @@ namespace orrery::net {
 struct BackendOptions {
   TimeRounding rounding = TimeRounding::kExact;  // analytical and congestion-aware on ASTRA files
   RoceConfig roce;                               // roce (network/roce_config.h: defaults)
+  // Links of a graph that fail during the run (network/failing_fabric.h); flow, analytical and
+  // congestion-aware on graphs only.
+  std::vector<LinkFailure> failures;
 };
 
 struct BackendInfo {

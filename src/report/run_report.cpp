@@ -241,6 +241,7 @@ std::string run_result_json_text(const sim::RunResult& result, double wall_secon
   out.key("wall_seconds").value(wall_seconds);
   out.close_object();
   if (!result.perturbation.empty()) out.key("perturbation").value(result.perturbation);
+  if (!result.stopped.empty()) out.key("stopped").value(result.stopped);
   if (result.goodput) {
     const sim::GoodputResult& g = *result.goodput;
     out.key("goodput").open_object();

@@ -66,6 +66,16 @@ class Reader {
     return Status::ok();
   }
 
+  // `between: [a, b]`: a cable between two named graph nodes.
+  Status cable(const YAML::Node& value, std::string& from, std::string& to) const {
+    if (!value.IsSequence() || value.size() != 2 || !value[0].IsScalar() || !value[1].IsScalar()) {
+      return fail(value, "key 'between': expected two node names, [a, b]");
+    }
+    from = value[0].as<std::string>();
+    to = value[1].as<std::string>();
+    return Status::ok();
+  }
+
   Status ranks(const YAML::Node& node, RankSet& out) const {
     if (!node.IsScalar())
       return fail(node, "key 'ranks': expected a rank list such as \"0-15,1024\"");
@@ -161,13 +171,7 @@ class Reader {
                       entry.dimension = static_cast<uint32_t>(dim);
                       return Status::ok();
                     }
-                    if (!value.IsSequence() || value.size() != 2 || !value[0].IsScalar() ||
-                        !value[1].IsScalar()) {
-                      return fail(value, "key 'between': expected two node names, [a, b]");
-                    }
-                    entry.from = value[0].as<std::string>();
-                    entry.to = value[1].as<std::string>();
-                    return Status::ok();
+                    return cable(value, entry.from, entry.to);
                   });
       if (!status) return status;
       if (!has_factor) return fail(item, "links entry: key 'factor' is missing");
@@ -224,6 +228,50 @@ class Reader {
     return Status::ok();
   }
 
+  Status failures(const YAML::Node& node, Perturbation& out) const {
+    if (!node.IsSequence()) return fail(node, "failures: expected a list of entries");
+    for (const YAML::Node& item : node) {
+      FailureEntry entry;
+      entry.line = line_of(item);
+      bool has_time = false;
+      int kinds = 0;
+      Status status = mapping(item, "failures entry", {"at_ns", "between", "switch", "rank"},
+                              [&](const std::string& key, const YAML::Node& value) -> Status {
+                                if (key == "at_ns") {
+                                  has_time = true;
+                                  uint64_t ns = 0;
+                                  if (Status s = u64(value, key, ns); !s) return s;
+                                  if (ns > (uint64_t{1} << 50))
+                                    return fail(value, "key 'at_ns': beyond 2^50 ns");
+                                  entry.at = SimTime::from_ns(static_cast<int64_t>(ns));
+                                  return Status::ok();
+                                }
+                                ++kinds;
+                                if (key == "rank") {
+                                  uint64_t rank = 0;
+                                  if (Status s = u64(value, key, rank); !s) return s;
+                                  if (rank >= UINT32_MAX)
+                                    return fail(value, "key 'rank': {} is not a rank", rank);
+                                  entry.rank = static_cast<uint32_t>(rank);
+                                  return Status::ok();
+                                }
+                                if (key == "switch") {
+                                  if (!value.IsScalar())
+                                    return fail(value, "key 'switch': expected a switch's name");
+                                  entry.switch_name = value.as<std::string>();
+                                  return Status::ok();
+                                }
+                                return cable(value, entry.from, entry.to);
+                              });
+      if (!status) return status;
+      if (!has_time) return fail(item, "failures entry: key 'at_ns' is missing");
+      if (kinds != 1)
+        return fail(item, "failures entry: give one of 'between', 'switch' or 'rank'");
+      out.failures.push_back(std::move(entry));
+    }
+    return Status::ok();
+  }
+
   Status goodput(const YAML::Node& node, Perturbation& out) const {
     GoodputSpec spec;
     bool has_mtbf = false;
@@ -254,9 +302,11 @@ class Reader {
 
   Status read(const YAML::Node& root, Perturbation& out) const {
     if (!root.IsDefined() || root.IsNull()) return Status::ok();
-    return mapping(root, "perturbation", {"compute", "noise", "links", "hardware", "goodput"},
+    return mapping(root, "perturbation",
+                   {"compute", "noise", "links", "hardware", "failures", "goodput"},
                    [&](const std::string& key, const YAML::Node& value) -> Status {
                      if (key == "compute") return compute(value, out);
+                     if (key == "failures") return failures(value, out);
                      if (key == "hardware") return hardware(value, out);
                      if (key == "links") return links(value, out);
                      if (key == "goodput") return goodput(value, out);
@@ -296,6 +346,75 @@ Expected<Perturbation> load_perturbation(const std::filesystem::path& path,
   std::ostringstream text;
   text << in.rdbuf();
   return parse_perturbation(text.str(), path.string(), presets);
+}
+
+Expected<ResolvedFailures> resolve_failures(const Perturbation& perturbation,
+                                            const net::NetworkDescription& network,
+                                            uint32_t rank_count) {
+  ResolvedFailures out;
+  auto fail = [&](const FailureEntry& entry, std::string what) {
+    return Error::make(ErrorKind::kConfig, "{}:{}: failures entry: {}", perturbation.file,
+                       entry.line, what);
+  };
+  std::unordered_map<std::string, net::NodeId> node_of;
+  if (network.graph) {
+    for (net::NodeId node = 0; node < network.graph->node_count(); ++node)
+      node_of.emplace(network.graph->node_name(node), node);
+  }
+  for (const FailureEntry& entry : perturbation.failures) {
+    if (entry.rank) {
+      if (*entry.rank >= rank_count) {
+        return fail(entry,
+                    fmt::format("rank {} is beyond the job's {} ranks", *entry.rank, rank_count));
+      }
+      if (!out.rank || entry.at < out.rank->at) out.rank = RankFailure{*entry.rank, entry.at};
+      continue;
+    }
+    if (!network.graph) {
+      return fail(entry,
+                  "a cable or a switch fails on a graph topology (docs/formats/topology.md), "
+                  "whose routes can go around it; ASTRA-sim's dimensions have no routes");
+    }
+    const net::Graph& graph = *network.graph;
+    net::LinkFailure failure;
+    failure.at = entry.at;
+    auto node = [&](const std::string& name) -> Expected<net::NodeId> {
+      auto found = node_of.find(name);
+      if (found == node_of.end()) {
+        return fail(entry, fmt::format("the graph has no node '{}' (NPUs are npu0, npu1, ...; "
+                                       "switches by their names)",
+                                       name));
+      }
+      return found->second;
+    };
+    if (!entry.switch_name.empty()) {
+      Expected<net::NodeId> sw = node(entry.switch_name);
+      if (!sw) return sw.error();
+      if (!graph.is_switch(*sw))
+        return fail(entry, fmt::format("{} is an NPU, not a switch", entry.switch_name));
+      for (net::LinkId link = 0; link < graph.link_count(); ++link) {
+        if (graph.link(link).src == *sw || graph.link(link).dst == *sw)
+          failure.links.push_back(link);
+      }
+      failure.what = "switch " + entry.switch_name;
+    } else {
+      Expected<net::NodeId> from = node(entry.from);
+      if (!from) return from.error();
+      Expected<net::NodeId> to = node(entry.to);
+      if (!to) return to.error();
+      for (net::LinkId link = 0; link < graph.link_count(); ++link) {
+        const net::GraphLink& l = graph.link(link);
+        if ((l.src == *from && l.dst == *to) || (l.src == *to && l.dst == *from))
+          failure.links.push_back(link);
+      }
+      if (failure.links.empty()) {
+        return fail(entry, fmt::format("no link joins {} and {}", entry.from, entry.to));
+      }
+      failure.what = fmt::format("the cable {}-{}", entry.from, entry.to);
+    }
+    out.links.push_back(std::move(failure));
+  }
+  return out;
 }
 
 Expected<std::vector<uint16_t>> hardware_of(const Perturbation& perturbation, uint32_t rank_count) {

@@ -13,6 +13,8 @@
 //     graph: every link of that tier) or on the cable between two named graph nodes;
 //   - hardware: ranks of another accelerator (a preset or a system file): their compute follows
 //     its roofline or compute model;
+//   - failures: a cable, a switch or a rank that fails at a simulated time (graphs reroute,
+//     network/failing_fabric.h; a rank's failure stops the job);
 //   - goodput: failures at a rate per component, checkpoints and restarts, over a horizon: the
 //     simulated iteration time becomes useful work per unit of wall time (sim/goodput.h).
 // Every draw is a pure function of (seed, rank[, node id]), so a run is the same at any thread
@@ -31,6 +33,7 @@
 
 #include "core/error.h"
 #include "core/rank_set.h"
+#include "network/failing_fabric.h"
 #include "network/graph_yaml.h"
 #include "system/system_config.h"
 
@@ -71,6 +74,22 @@ struct HardwareEntry {
   int line = 0;
 };
 
+// Something that fails at a simulated time: a graph's cable (both directions), a switch (every
+// link of it), or a rank (the job stops there).
+struct FailureEntry {
+  SimTime at;
+  std::string from, to;     // a cable
+  std::string switch_name;  // a switch
+  std::optional<uint32_t> rank;
+  int line = 0;
+};
+
+// A rank's failure that stops the run.
+struct RankFailure {
+  uint32_t rank = 0;
+  SimTime at;
+};
+
 // A hardware preset by name, as its system configuration (the hardware layer supplies it: sim
 // does not know the presets).
 using PresetLoader = std::function<Expected<sys::SystemConfig>(const std::string& name)>;
@@ -93,10 +112,12 @@ struct Perturbation {
   uint64_t noise_seed = 1;
   std::vector<LinkEntry> links;
   std::vector<HardwareEntry> hardware;
+  std::vector<FailureEntry> failures;
   std::optional<GoodputSpec> goodput;
 
   bool empty() const {
-    return compute.empty() && noise_sigma == 0 && links.empty() && hardware.empty() && !goodput;
+    return compute.empty() && noise_sigma == 0 && links.empty() && hardware.empty() &&
+           failures.empty() && !goodput;
   }
 };
 
@@ -106,6 +127,17 @@ Expected<Perturbation> load_perturbation(const std::filesystem::path& path,
                                          const PresetLoader& presets = {});
 Expected<Perturbation> parse_perturbation(std::string_view text, std::string_view file_name,
                                           const PresetLoader& presets = {});
+
+// The link failures of `perturbation` on `network`'s graph, and the earliest rank failure; errors
+// name the entry's line: a cable or switch the graph does not have, a failure on ASTRA-sim's
+// dimensions, a rank beyond the job.
+struct ResolvedFailures {
+  std::vector<net::LinkFailure> links;
+  std::optional<RankFailure> rank;
+};
+Expected<ResolvedFailures> resolve_failures(const Perturbation& perturbation,
+                                            const net::NetworkDescription& network,
+                                            uint32_t rank_count);
 
 // By rank, which hardware entry computes for it: 0 the run's own system, k hardware[k - 1] (the
 // last entry listing a rank wins); an error naming the entry's line for a rank beyond the job.

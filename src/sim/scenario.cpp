@@ -136,6 +136,12 @@ Expected<Scenario> Scenario::create(Inputs inputs) {
       if (!factors) return factors.error();
       scenario.compute_factors_ = std::make_shared<const std::vector<double>>(std::move(*factors));
     }
+    if (!inputs.perturbation->failures.empty()) {
+      Expected<ResolvedFailures> failures =
+          resolve_failures(*inputs.perturbation, *scenario.network_, ranks);
+      if (!failures) return failures.error();
+      scenario.failures_ = std::make_shared<const ResolvedFailures>(std::move(*failures));
+    }
     if (!inputs.perturbation->hardware.empty()) {
       Expected<std::vector<uint16_t>> hardware = sim::hardware_of(*inputs.perturbation, ranks);
       if (!hardware) return hardware.error();

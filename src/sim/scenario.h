@@ -105,6 +105,8 @@ class Scenario {
   const chakra::CommGroups& groups() const { return *groups_; }
   // Each rank's compute factor from the perturbation (empty: every rank at 1).
   const std::vector<double>& compute_factors() const { return *compute_factors_; }
+  // The perturbation's failures: links of the graph, and the rank whose failure stops the run.
+  const ResolvedFailures& failures() const { return *failures_; }
   // Each rank's hardware entry of the perturbation (0: the run's system; empty: 0 for all).
   const std::vector<uint16_t>& hardware_of() const { return *hardware_of_; }
   // The perturbation (an empty one when none was given).
@@ -122,6 +124,7 @@ class Scenario {
   std::shared_ptr<const net::NetworkDescription> network_;  // inputs_.network, degraded
   std::shared_ptr<const std::vector<double>> compute_factors_ =
       std::make_shared<const std::vector<double>>();
+  std::shared_ptr<const ResolvedFailures> failures_ = std::make_shared<const ResolvedFailures>();
   std::shared_ptr<const std::vector<uint16_t>> hardware_of_ =
       std::make_shared<const std::vector<uint16_t>>();
   std::vector<std::string> warnings_;

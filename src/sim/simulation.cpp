@@ -122,8 +122,10 @@ Expected<RunResult> Simulation::run() {
 
   // ---- the run ----
   EventEngine engine;
+  net::BackendOptions backend_options = settings.backend_options;
+  backend_options.failures = scenario.failures().links;
   Expected<std::unique_ptr<net::NetworkBackend>> network =
-      net::make_backend(settings.backend, engine, network_description, settings.backend_options);
+      net::make_backend(settings.backend, engine, network_description, backend_options);
   if (!network) return network.error();
 
   // The executor listens to the collective engine, which needs its groups before the run: build
@@ -305,9 +307,13 @@ Expected<RunResult> Simulation::run() {
     }
   }
 
+  // A rank's failure stops the run at its time (every rank with it: the job stops).
+  const std::optional<RankFailure>& stop = scenario.failures().rank;
   executor.start();
   if (!executor.failure() && !(*collectives)->failure()) {
-    if (!progress_) {
+    if (stop) {
+      (void)engine.run_until(stop->at);
+    } else if (!progress_) {
       engine.run();
     } else {
       // Run in slices of simulated time sized to take about a tenth of a second each, reporting
@@ -327,7 +333,8 @@ Expected<RunResult> Simulation::run() {
   if (executor.failure()) return *executor.failure();
   if ((*collectives)->failure()) return *(*collectives)->failure();
   if (engine.time_limit_reached()) return time_limit_error(engine, executor);
-  if (!executor.all_finished()) {
+  const bool stopped = stop && !executor.all_finished() && !engine.empty();
+  if (!executor.all_finished() && !stopped) {
     std::string detail;
     for (const std::string& line : executor.describe_stuck(8)) detail += "\n  " + line;
     const std::vector<std::string> pending = (*collectives)->describe_pending(8);
@@ -461,7 +468,23 @@ Expected<RunResult> Simulation::run() {
   result.system = system.path;
   result.rounding = settings.backend_options.rounding;
   result.perturbation = perturbation.file;
-  if (perturbation.goodput) {
+  if (stopped) {
+    uint64_t done = 0, nodes = 0;
+    uint32_t finished = 0;
+    for (const workload::RankResult& rank : result.rank_results) {
+      done += rank.completed;
+      nodes += rank.nodes;
+      finished += rank.finished ? 1 : 0;
+    }
+    result.end = stop->at;
+    result.stopped = fmt::format(
+        "rank {} failed at {} ns: the job stopped with {} of {} ranks finished and {} of {} nodes "
+        "done ({})",
+        stop->rank, format_count(static_cast<uint64_t>(stop->at.ns_truncated())),
+        format_count(finished), format_count(rank_count), format_count(done), format_count(nodes),
+        perturbation.file);
+  }
+  if (perturbation.goodput && !stopped) {
     Expected<GoodputResult> goodput =
         compute_goodput(*perturbation.goodput, result.end.seconds(), rank_count);
     if (!goodput) return goodput.error().with_context(perturbation.file);

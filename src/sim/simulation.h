@@ -120,6 +120,8 @@ struct RunResult {
   // job of iterations as long as this run (sim/goodput.h), when it has a goodput section.
   std::string perturbation;
   std::optional<GoodputResult> goodput;
+  // Why the run stopped before every rank finished (a rank's failure), "" when it did not.
+  std::string stopped;
 };
 
 // Called now and then while a run goes (simulated time reached, ranks finished), for progress

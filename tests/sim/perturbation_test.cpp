@@ -392,5 +392,125 @@ TEST(Perturbation, a_mixed_a100_and_h100_data_parallel_step_runs_at_the_a100s_pa
   EXPECT_EQ(entry.end, all_a100.end);
 }
 
+// 8 NPUs, 2 per leaf on 4 leaves, two spines; every cable 50 GB/s, 100 ns; ECMP over the spines.
+std::string two_spine_clos() {
+  std::string text =
+      "name: clos8\nnpus: 8\nswitches: [leaf0, leaf1, leaf2, leaf3, spine0, spine1]\n"
+      "logical: [[Switch, 8]]\nlinks:\n";
+  for (int npu = 0; npu < 8; ++npu)
+    text += fmt::format("  - [npu{}, leaf{}, 50, 100]\n", npu, npu / 2);
+  for (int leaf = 0; leaf < 4; ++leaf) {
+    for (int spine = 0; spine < 2; ++spine)
+      text += fmt::format("  - [leaf{}, spine{}, 50, 100]\n", leaf, spine);
+  }
+  return text;
+}
+
+test::RunInputs clos_inputs() {
+  test::RunInputs in;
+  in.traces = test::same_trace(dp_step(), 8);
+  in.system = test::system_json("direct", 1, /*splits=*/4, /*active=*/1, /*endpoint_delay=*/0);
+  in.network = two_spine_clos();
+  in.settings.backend = "flow";
+  in.settings.backend_options.rounding = net::TimeRounding::kExact;
+  return in;
+}
+
+// Bytes the run put on the links between `a` and `b` (both directions).
+uint64_t bytes_between(const sim::RunResult& result, const test::RunInputs& in,
+                       const std::string& a, const std::string& b) {
+  Expected<net::NetworkDescription> network = net::parse_network_yaml(in.network, "net.yml");
+  uint64_t bytes = 0;
+  for (const net::LinkStats& link : result.links) {
+    const std::string src = network->graph->node_name(link.src);
+    const std::string dst = network->graph->node_name(link.dst);
+    if ((src == a && dst == b) || (src == b && dst == a)) bytes += link.bytes;
+  }
+  return bytes;
+}
+
+TEST(Failures, a_failed_spine_reroutes_over_the_other_and_slows_the_step) {
+  test::RunInputs in = clos_inputs();
+  const sim::RunResult healthy = run_ok(in);
+  ASSERT_GT(bytes_between(healthy, in, "leaf0", "spine0"), 0u);
+  // From the start: nothing crosses spine0, everything crosses spine1, and the step is slower
+  // (all-to-all-like direct all-reduce traffic on half the spine capacity).
+  in.perturbation = "failures:\n  - at_ns: 0\n    switch: spine0\n";
+  const sim::RunResult failed = run_ok(in);
+  for (const char* leaf : {"leaf0", "leaf1", "leaf2", "leaf3"}) {
+    EXPECT_EQ(bytes_between(failed, in, leaf, "spine0"), 0u) << leaf;
+    EXPECT_GT(bytes_between(failed, in, leaf, "spine1"), 0u) << leaf;
+  }
+  EXPECT_GT(failed.end, healthy.end);
+  // Halfway: spine0 carries some of the traffic, less than when healthy; the step ends between.
+  in.perturbation = fmt::format("failures:\n  - at_ns: {}\n    between: [leaf0, spine0]\n",
+                                healthy.end.ns_truncated() / 2);
+  const sim::RunResult midway = run_ok(in);
+  const uint64_t before = bytes_between(midway, in, "leaf0", "spine0");
+  EXPECT_GT(before, 0u);
+  EXPECT_LT(before, bytes_between(healthy, in, "leaf0", "spine0"));
+  EXPECT_GE(midway.end, healthy.end);
+  EXPECT_LE(midway.end, failed.end);
+  std::printf("failures: healthy %.3f us, leaf0-spine0 cut midway %.3f us, spine0 down %.3f us\n",
+              healthy.end.seconds() * 1e6, midway.end.seconds() * 1e6, failed.end.seconds() * 1e6);
+}
+
+TEST(Failures, a_failure_that_cuts_an_npu_off_or_names_nothing_is_refused) {
+  test::RunInputs in = clos_inputs();
+  const std::pair<std::string, std::string> cases[] = {
+      {"failures:\n  - at_ns: 1000\n    between: [npu3, leaf1]\n",
+       "after the failure of the cable npu3-leaf1 at 1000 ns, the network is broken"},
+      {"failures:\n  - at_ns: 0\n    switch: spine7\n",
+       "perturb.yml:2: failures entry: the graph has no node 'spine7'"},
+      {"failures:\n  - at_ns: 0\n    switch: npu1\n",
+       "perturb.yml:2: failures entry: npu1 is an NPU, not a switch"},
+      {"failures:\n  - switch: spine0\n", "perturb.yml:2: failures entry: key 'at_ns' is missing"},
+      {"failures:\n  - at_ns: 0\n    rank: 1\n    switch: spine0\n",
+       "perturb.yml:2: failures entry: give one of 'between', 'switch' or 'rank'"},
+  };
+  for (const auto& [text, message] : cases) {
+    in.perturbation = text;
+    Expected<sim::RunResult> result = test::simulate(in);
+    ASSERT_FALSE(result) << text;
+    EXPECT_NE(result.error().message().find(message), std::string::npos)
+        << result.error().message();
+  }
+  // ASTRA-sim's dimensions have no routes to go around a failure.
+  test::RunInputs astra = dp_inputs(8);
+  astra.perturbation = "failures:\n  - at_ns: 0\n    between: [npu0, npu1]\n";
+  Expected<sim::RunResult> result = test::simulate(astra);
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().message().find("ASTRA-sim's dimensions have no routes"),
+            std::string::npos)
+      << result.error().message();
+}
+
+TEST(Failures, a_rank_that_fails_stops_the_job_at_its_time) {
+  test::RunInputs in = dp_inputs(8);
+  const sim::RunResult healthy = run_ok(in);
+  // Rank 5 fails during the third layer: every rank stops there, none finished.
+  in.perturbation =
+      "failures:\n  - at_ns: 1200000\n    rank: 5\n"
+      "goodput:\n  mtbf_hours: 1000\n";
+  const sim::RunResult stopped = run_ok(in);
+  EXPECT_EQ(stopped.end, SimTime::from_us(1200));
+  EXPECT_LT(stopped.end, healthy.end);
+  EXPECT_NE(stopped.stopped.find("rank 5 failed at 1,200,000 ns: the job stopped with 0 of 8 ranks "
+                                 "finished"),
+            std::string::npos)
+      << stopped.stopped;
+  EXPECT_FALSE(stopped.goodput.has_value());  // no iteration to measure
+  for (const workload::RankResult& rank : stopped.rank_results) {
+    EXPECT_FALSE(rank.finished);
+    EXPECT_GT(rank.completed, 0u);
+  }
+  // A failure after the end changes nothing.
+  in.perturbation =
+      fmt::format("failures:\n  - at_ns: {}\n    rank: 5\n", healthy.end.ns_truncated() + 1);
+  const sim::RunResult late = run_ok(in);
+  EXPECT_TRUE(late.stopped.empty());
+  EXPECT_EQ(late.end, healthy.end);
+}
+
 }  // namespace perturbation_test
 }  // namespace orrery::sim
