@@ -25,6 +25,8 @@ class RankSet {
 
   bool contains(uint32_t rank) const;
   bool is_all() const { return all_; }
+  // The ranges, inclusive, sorted and merged (empty for all()).
+  const std::vector<std::pair<uint32_t, uint32_t>>& ranges() const { return ranges_; }
   // The highest rank in the set (UINT32_MAX for all()).
   uint32_t last() const { return all_ || ranges_.empty() ? UINT32_MAX : ranges_.back().second; }
 

@@ -224,7 +224,6 @@ class Reader {
       entry.system = std::make_shared<const sys::SystemConfig>(std::move(*config));
       out.hardware.push_back(std::move(entry));
     }
-    if (out.hardware.size() >= UINT16_MAX) return fail(node, "hardware: too many entries");
     return Status::ok();
   }
 
@@ -300,15 +299,37 @@ class Reader {
     return Status::ok();
   }
 
+  // Entries are resolved rank by rank or by rebuilding the graph: a bound keeps a hostile file
+  // from costing hours.
+  Status entries(const YAML::Node& node, std::string_view what, size_t most) const {
+    if (node.IsSequence() && node.size() > most) {
+      return fail(node, "{}: {} entries; at most {} (merge rank lists into one entry)", what,
+                  node.size(), most);
+    }
+    return Status::ok();
+  }
+
   Status read(const YAML::Node& root, Perturbation& out) const {
     if (!root.IsDefined() || root.IsNull()) return Status::ok();
     return mapping(root, "perturbation",
                    {"compute", "noise", "links", "hardware", "failures", "goodput"},
                    [&](const std::string& key, const YAML::Node& value) -> Status {
-                     if (key == "compute") return compute(value, out);
-                     if (key == "failures") return failures(value, out);
-                     if (key == "hardware") return hardware(value, out);
-                     if (key == "links") return links(value, out);
+                     if (key == "compute") {
+                       if (Status s = entries(value, key, 256); !s) return s;
+                       return compute(value, out);
+                     }
+                     if (key == "failures") {
+                       if (Status s = entries(value, key, 1024); !s) return s;
+                       return failures(value, out);
+                     }
+                     if (key == "hardware") {
+                       if (Status s = entries(value, key, 256); !s) return s;
+                       return hardware(value, out);
+                     }
+                     if (key == "links") {
+                       if (Status s = entries(value, key, 4096); !s) return s;
+                       return links(value, out);
+                     }
                      if (key == "goodput") return goodput(value, out);
                      return mapping(value, "noise", {"sigma", "seed"},
                                     [&](const std::string& k, const YAML::Node& v) -> Status {
@@ -426,8 +447,11 @@ Expected<std::vector<uint16_t>> hardware_of(const Perturbation& perturbation, ui
                          "{}:{}: hardware entry: rank {} is beyond the job's {} ranks",
                          perturbation.file, entry.line, entry.ranks.last(), rank_count);
     }
-    for (uint32_t rank = 0; rank < rank_count; ++rank) {
-      if (entry.ranks.contains(rank)) profile[rank] = static_cast<uint16_t>(index + 1);
+    std::vector<std::pair<uint32_t, uint32_t>> ranges = entry.ranks.ranges();
+    if (entry.ranks.is_all()) ranges = {{0, rank_count - 1}};
+    for (const auto& [first, last] : ranges) {
+      for (uint32_t rank = first; rank <= last; ++rank)
+        profile[rank] = static_cast<uint16_t>(index + 1);
     }
   }
   return profile;
@@ -442,24 +466,27 @@ Expected<std::vector<double>> compute_factors(const Perturbation& perturbation,
                          "{}:{}: compute entry: rank {} is beyond the job's {} ranks",
                          perturbation.file, entry.line, entry.ranks.last(), rank_count);
     }
-    for (uint32_t rank = 0; rank < rank_count; ++rank) {
-      if (!entry.ranks.contains(rank)) continue;
-      double factor = entry.factor;
-      switch (entry.law) {
-        case FactorLaw::kFixed:
-          break;
-        case FactorLaw::kLognormal:
-          factor = std::exp(entry.mu + entry.sigma * normal_draw(entry.seed, rank, 0));
-          break;
-        case FactorLaw::kUniform:
-          factor = entry.min + (entry.max - entry.min) * (1.0 - unit_draw(entry.seed, rank, 0, 3));
-          break;
-        case FactorLaw::kTail:
-          factor = unit_draw(entry.seed, rank, 0, 4) <= entry.fraction ? entry.factor : 1.0;
-          break;
+    std::vector<std::pair<uint32_t, uint32_t>> ranges = entry.ranks.ranges();
+    if (entry.ranks.is_all()) ranges = {{0, rank_count - 1}};
+    for (const auto& [first, last] : ranges)
+      for (uint32_t rank = first; rank <= last; ++rank) {
+        double factor = entry.factor;
+        switch (entry.law) {
+          case FactorLaw::kFixed:
+            break;
+          case FactorLaw::kLognormal:
+            factor = std::exp(entry.mu + entry.sigma * normal_draw(entry.seed, rank, 0));
+            break;
+          case FactorLaw::kUniform:
+            factor =
+                entry.min + (entry.max - entry.min) * (1.0 - unit_draw(entry.seed, rank, 0, 3));
+            break;
+          case FactorLaw::kTail:
+            factor = unit_draw(entry.seed, rank, 0, 4) <= entry.fraction ? entry.factor : 1.0;
+            break;
+        }
+        factors[rank] *= factor;
       }
-      factors[rank] *= factor;
-    }
   }
   return factors;
 }

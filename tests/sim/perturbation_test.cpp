@@ -247,6 +247,12 @@ TEST(Perturbation, bad_files_are_refused_with_file_line_and_key) {
       {"links:\n  - factor: 0.5\n",
        "perturb.yml:2: links entry: give either 'dimension' or 'between'"},
       {"goodput:\n  restart_s: 10\n", "perturb.yml:2: goodput: key 'mtbf_hours' is missing"},
+      {[] {
+         std::string many = "compute:\n";
+         for (int k = 0; k < 257; ++k) many += "  - ranks: all\n    factor: 1.01\n";
+         return many;
+       }(),
+       "perturb.yml:2: compute: 257 entries; at most 256"},
   };
   for (const auto& [text, message] : cases) {
     Expected<Perturbation> parsed = parse_perturbation(text, "perturb.yml");
