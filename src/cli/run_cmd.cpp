@@ -393,7 +393,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "YAML of what real clusters do (docs/formats/perturb.md): compute factors per "
                   "rank list (fixed, lognormal, uniform, a tail of slow ranks), operator-time "
                   "noise, link bandwidth factors, ranks of other hardware (presets or system "
-                  "files), and failures with checkpoints (goodput)");
+                  "files), cables, switches or ranks failing at given times, and goodput under "
+                  "failure rates with checkpoints");
   cmd->add_option("--jobs", options->jobs,
                   "YAML of several jobs on one graph topology (docs/formats/jobs.md): each its "
                   "workload, system, groups, placement on NPUs and start time; per job the "
