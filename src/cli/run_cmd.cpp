@@ -116,7 +116,9 @@ int run_jobs(RunOptions& options) {
         job.slowdown, ns_text(job.compute_mean), ns_text(job.exposed_mean));
   }
   size_t shared_links = 0;
-  for (const sim::JobLink& link : result->links) shared_links += link.jobs.size() > 1 ? 1 : 0;
+  for (const sim::JobLink& link : result->links) {
+    if (link.jobs.size() > 1) ++shared_links;
+  }
   std::cout << fmt::format(
       "  links: {} used, {} of them by more than one job; {} messages, {} events in {:.3f} s\n",
       format_count(result->links.size()), format_count(shared_links),
@@ -393,8 +395,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "YAML of what real clusters do (docs/formats/perturb.md): compute factors per "
                   "rank list (fixed, lognormal, uniform, a tail of slow ranks), operator-time "
                   "noise, link bandwidth factors, ranks of other hardware (presets or system "
-                  "files), cables, switches or ranks failing at given times, and goodput under "
-                  "failure rates with checkpoints");
+                  "files), cables, switches, ranks or a dimension's bandwidth at some NPUs "
+                  "failing at given times, and goodput under failure rates with checkpoints");
   cmd->add_option("--jobs", options->jobs,
                   "YAML of several jobs on one graph topology (docs/formats/jobs.md): each its "
                   "workload, system, groups, placement on NPUs and start time; per job the "

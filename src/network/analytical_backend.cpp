@@ -24,11 +24,13 @@ SimTime analytical_delay(const Topology& topology, Rank src, Rank dst, uint64_t 
                   topology.dimension(dim).bandwidth.serialization_time(bytes));
 }
 
-AnalyticalBackend::AnalyticalBackend(EventEngine& engine, Topology topology, TimeRounding rounding)
+AnalyticalBackend::AnalyticalBackend(EventEngine& engine, Topology topology, TimeRounding rounding,
+                                     std::shared_ptr<const DimensionFailures> failures)
     : engine_(engine),
       topology_(std::move(topology)),
       rounding_(rounding),
-      id_(engine.register_handler(*this)) {}
+      id_(engine.register_handler(*this)),
+      failures_(std::move(failures)) {}
 
 AnalyticalBackend::~AnalyticalBackend() { engine_.unregister_handler(id_); }
 
@@ -52,6 +54,22 @@ void AnalyticalBackend::occupy(uint32_t slot, uint64_t bytes, SimTime serializat
   counters.peak = std::max(counters.peak, counters.present);
 }
 
+Bandwidth AnalyticalBackend::degraded(uint32_t dim, std::span<const LinkId> links,
+                                      const DimensionFailure*& cut, LinkId& cut_link) const {
+  const SimTime now = engine_.now();
+  double left = 1.0;
+  for (LinkId link : links) {
+    if (const DimensionFailure* failure = failures_->cut_by(link, now)) {
+      cut = failure;
+      cut_link = link;
+      return Bandwidth::from_nano_gbps(0);
+    }
+    left = std::min(left, failures_->surviving(link, now));
+  }
+  const Bandwidth bandwidth = topology_.dimension(dim).bandwidth;
+  return left == 1.0 ? bandwidth : bandwidth.scaled(left);
+}
+
 uint32_t AnalyticalBackend::take_pending() {
   uint32_t index = 0;
   if (free_pending_.empty()) {
@@ -72,7 +90,17 @@ void AnalyticalBackend::send_switch(Rank rank, uint32_t dim, bool up, uint64_t b
   const uint32_t index = take_pending();
   pending_[index] = Pending{token, rank, rank};
   const Dimension& spec = topology_.dimension(dim);
-  const SimTime serialization = spec.bandwidth.serialization_time(bytes);
+  Bandwidth bandwidth = spec.bandwidth;
+  if (failures_ != nullptr) {
+    const DimensionFailure* cut = nullptr;
+    LinkId cut_link = 0;
+    bandwidth = degraded(dim, std::span<const LinkId>(&hop.link, 1), cut, cut_link);
+    if (cut != nullptr) {
+      undelivered_.push_back(Undelivered{rank, rank, bytes, cut_link, cut});
+      return;  // held: in flight for ever
+    }
+  }
+  const SimTime serialization = bandwidth.serialization_time(bytes);
   SimTime delay = spec.latency + serialization;
   if (rounding_ == TimeRounding::kAstraSim) delay = truncate_to_ns(delay);
   occupy(links_.slot(hop.link), bytes, serialization, engine_.now() + delay);
@@ -90,7 +118,20 @@ void AnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token)
   const uint32_t dim = topology_.lowest_differing_dimension(src, dst);
   if (dim != kNoDimension) {
     const uint32_t to = topology_.coordinate(dst, dim);
-    const SimTime serialization = topology_.dimension(dim).bandwidth.serialization_time(bytes);
+    Bandwidth bandwidth = topology_.dimension(dim).bandwidth;
+    if (failures_ != nullptr) {
+      // A failure may slow the route or cut it.
+      route_.clear();
+      topology_.route_in_dimension(src, dim, to, [&](LinkId link) { route_.push_back(link); });
+      const DimensionFailure* cut = nullptr;
+      LinkId cut_link = 0;
+      bandwidth = degraded(dim, route_, cut, cut_link);
+      if (cut != nullptr) {
+        undelivered_.push_back(Undelivered{src, dst, bytes, cut_link, cut});
+        return;  // held: in flight for ever
+      }
+    }
+    const SimTime serialization = bandwidth.serialization_time(bytes);
     delay = delay_in(topology_, dim, topology_.coordinate(src, dim), to, serialization);
     if (rounding_ == TimeRounding::kAstraSim) delay = truncate_to_ns(delay);
     const SimTime delivery = engine_.now() + delay;

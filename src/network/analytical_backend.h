@@ -12,13 +12,20 @@
 // peak queue counts messages overlapping on it that the congestion-aware model would have queued:
 // the most messages whose [send, delivery) intervals overlap at one instant (a message delivered
 // at t does not overlap one sent at t, whatever order the two events run in).
+//
+// With dimension failures (network/dimension_failures.h) a message starting after one goes at the
+// lowest bandwidth left on the links of its route; one whose route crosses a cut link is held,
+// never delivered, and listed by describe_undelivered.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <queue>
+#include <span>
 #include <vector>
 
 #include "core/event_engine.h"
+#include "network/dimension_failures.h"
 #include "network/link_table.h"
 #include "network/network_backend.h"
 #include "network/topology.h"
@@ -34,7 +41,8 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
  public:
   // Registers with `engine`, which must outlive this backend. Build phase.
   AnalyticalBackend(EventEngine& engine, Topology topology,
-                    TimeRounding rounding = TimeRounding::kExact);
+                    TimeRounding rounding = TimeRounding::kExact,
+                    std::shared_ptr<const DimensionFailures> failures = nullptr);
   ~AnalyticalBackend() override;
 
   std::string_view name() const override { return "analytical"; }
@@ -48,6 +56,9 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
   uint64_t in_flight() const override { return in_flight_; }
   std::vector<LinkStats> link_stats() const override { return links_.report(topology_); }
   size_t memory_bytes() const override;
+  std::vector<std::string> describe_undelivered(size_t most) const override {
+    return net::describe_undelivered(undelivered_, most);
+  }
 
  private:
   struct Pending {
@@ -58,6 +69,10 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
   uint32_t take_pending();
   void handle_event(const Event& event) override;
   void occupy(uint32_t slot, uint64_t bytes, SimTime serialization, SimTime delivery);
+  // The bandwidth left to a message over `links` of dimension `dim` now; zero and `cut` set when
+  // a failure cut one of them.
+  Bandwidth degraded(uint32_t dim, std::span<const LinkId> links, const DimensionFailure*& cut,
+                     LinkId& cut_link) const;
 
   EventEngine& engine_;
   Topology topology_;
@@ -71,6 +86,9 @@ class AnalyticalBackend final : public NetworkBackend, private EventHandler {
   std::vector<Pending> pending_;
   std::vector<uint32_t> free_pending_;
   uint64_t in_flight_ = 0;
+  std::shared_ptr<const DimensionFailures> failures_;
+  std::vector<Undelivered> undelivered_;
+  std::vector<LinkId> route_;  // scratch: a message's links, with failures
 };
 
 }  // namespace orrery::net

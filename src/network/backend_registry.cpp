@@ -60,6 +60,17 @@ Expected<std::unique_ptr<NetworkBackend>> make_backend(std::string_view name, Ev
     if (!fabric) return fabric.error();
     return make_fabric_backend(name, engine, std::move(*fabric), network.logical);
   }
+  if (!options.dimension_failures.empty()) {
+    if (network.graph != nullptr || (name != "analytical" && name != "congestion-aware")) {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "a dimension's failure needs an ASTRA-sim network and the analytical or "
+                         "congestion-aware backend (not {}{})",
+                         name, network.graph != nullptr ? " on a graph topology" : "");
+    }
+    return make_network_backend(
+        name, engine, network.logical, options.rounding,
+        std::make_shared<const DimensionFailures>(network.logical, options.dimension_failures));
+  }
   if (network.graph == nullptr) {
     if (!info->on_astra_networks) {
       return Error::make(ErrorKind::kInvalidArgument,

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/event_engine.h"
+#include "network/dimension_failures.h"
 #include "network/failing_fabric.h"
 #include "network/graph_yaml.h"
 #include "network/network_backend.h"
@@ -27,6 +28,9 @@ struct BackendOptions {
   // Links of a graph that fail during the run (network/failing_fabric.h); flow, analytical and
   // congestion-aware on graphs only.
   std::vector<LinkFailure> failures;
+  // Dimensions of ASTRA-sim's networks that lose bandwidth at some NPUs during the run
+  // (network/dimension_failures.h); analytical and congestion-aware only.
+  std::vector<DimensionFailure> dimension_failures;
 };
 
 struct BackendInfo {

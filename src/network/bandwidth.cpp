@@ -1,6 +1,8 @@
 #include "network/bandwidth.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
 
 namespace orrery::net {
 
@@ -20,6 +22,14 @@ SimTime Bandwidth::serialization_time(uint64_t bytes) const {
   const auto limit = static_cast<uint128>(kMaxSerialization.ps());
   if (rounded >= limit) return kMaxSerialization;
   return SimTime::from_ps(static_cast<int64_t>(rounded));
+}
+
+Bandwidth Bandwidth::scaled(double factor) const {
+  assert(factor >= 0 && "bandwidth: a negative factor");
+  if (factor == 0) return Bandwidth(0);
+  const double nano = std::round(static_cast<double>(nano_gbps_) * factor);
+  if (nano >= 18e18) return Bandwidth(UINT64_MAX);
+  return Bandwidth(static_cast<uint64_t>(std::max(1.0, nano)));
 }
 
 }  // namespace orrery::net

@@ -30,6 +30,10 @@ class Bandwidth {
   // Bytes per second (2^30 per GB), for printing only.
   double bytes_per_second() const { return gbps() * 1073741824.0; }
 
+  // This bandwidth times `factor` (>= 0), to the nearest 10^-9 GB/s and at least that much unless
+  // `factor` is 0: a degraded or partly failed link.
+  Bandwidth scaled(double factor) const;
+
   // Time to put `bytes` on the link, rounded to the nearest ps. Any time; O(1).
   SimTime serialization_time(uint64_t bytes) const;
 

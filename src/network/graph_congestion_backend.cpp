@@ -10,13 +10,15 @@ namespace orrery::net {
 
 GraphCongestionBackend::GraphCongestionBackend(EventEngine& engine,
                                                std::shared_ptr<const Fabric> fabric,
-                                               Topology logical, TimeRounding rounding)
+                                               Topology logical, TimeRounding rounding,
+                                               std::shared_ptr<const DimensionFailures> failures)
     : engine_(engine),
       fabric_(std::move(fabric)),
       logical_(std::move(logical)),
       rounding_(rounding),
       id_(engine.register_handler(*this)),
-      links_(*fabric_) {}
+      links_(*fabric_),
+      failures_(std::move(failures)) {}
 
 GraphCongestionBackend::~GraphCongestionBackend() { engine_.unregister_handler(id_); }
 
@@ -94,9 +96,18 @@ void GraphCongestionBackend::enqueue(uint32_t index) {
 void GraphCongestionBackend::transmit(uint32_t index, uint32_t slot) {
   LinkQueue& queue = queues_[slot];
   const Message& message = messages_[index];
-  const SimTime serialization =
-      fabric_->link_bandwidth(message.link).serialization_time(message.bytes);
   const SimTime now = engine_.now();
+  Bandwidth bandwidth = fabric_->link_bandwidth(message.link);
+  if (failures_ != nullptr) {
+    bandwidth = failures_->bandwidth(message.link, bandwidth, now);
+    if (bandwidth.nano_gbps() == 0) {
+      // Cut: held here for ever; the link stays free for the next message, which meets the same.
+      undelivered_.push_back(Undelivered{kNoRank, message.dst, message.bytes, message.link,
+                                         failures_->cut_by(message.link, now)});
+      return;
+    }
+  }
+  const SimTime serialization = bandwidth.serialization_time(message.bytes);
   // ASTRA-sim truncates the link's busy time and the arrival time separately.
   const bool astra = rounding_ == TimeRounding::kAstraSim;
   const SimTime busy = astra ? truncate_to_ns(serialization) : serialization;

@@ -16,6 +16,10 @@
 // Events: one arrival per message per hop, and at most one pending "link free" event per link
 // while messages wait on it. Routes are taken hop by hop (Fabric::next_hop), so a message is 48
 // bytes whatever its path; messages are pooled.
+//
+// With dimension failures (ASTRA-sim's networks, network/dimension_failures.h) a link sends at
+// the bandwidth it has left when a message starts on it; a message reaching a cut link is held
+// there, never delivered, and listed by describe_undelivered.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@
 
 #include "core/event_engine.h"
 #include "core/index_fifo.h"
+#include "network/dimension_failures.h"
 #include "network/flow_backend.h"
 #include "network/graph.h"
 #include "network/network_backend.h"
@@ -34,7 +39,8 @@ class GraphCongestionBackend final : public NetworkBackend, private EventHandler
  public:
   // `logical` is the topology the system layer sees (same rank count as the fabric).
   GraphCongestionBackend(EventEngine& engine, std::shared_ptr<const Fabric> fabric,
-                         Topology logical, TimeRounding rounding = TimeRounding::kExact);
+                         Topology logical, TimeRounding rounding = TimeRounding::kExact,
+                         std::shared_ptr<const DimensionFailures> failures = nullptr);
   ~GraphCongestionBackend() override;
 
   std::string_view name() const override { return "congestion-aware"; }
@@ -46,6 +52,9 @@ class GraphCongestionBackend final : public NetworkBackend, private EventHandler
   uint64_t in_flight() const override { return in_flight_; }
   std::vector<LinkStats> link_stats() const override { return links_.report(); }
   size_t memory_bytes() const override;
+  std::vector<std::string> describe_undelivered(size_t most) const override {
+    return net::describe_undelivered(undelivered_, most);
+  }
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -85,6 +94,8 @@ class GraphCongestionBackend final : public NetworkBackend, private EventHandler
   std::vector<Message> messages_;
   std::vector<uint32_t> free_messages_;
   uint64_t in_flight_ = 0;
+  std::shared_ptr<const DimensionFailures> failures_;
+  std::vector<Undelivered> undelivered_;
 };
 
 }  // namespace orrery::net

@@ -6,18 +6,24 @@
 
 namespace orrery::net {
 
-Expected<std::unique_ptr<NetworkBackend>> make_network_backend(std::string_view name,
-                                                               EventEngine& engine,
-                                                               const Topology& topology,
-                                                               TimeRounding rounding) {
+Expected<std::unique_ptr<NetworkBackend>> make_network_backend(
+    std::string_view name, EventEngine& engine, const Topology& topology, TimeRounding rounding,
+    std::shared_ptr<const DimensionFailures> failures) {
   if (name == "analytical") {
     return std::unique_ptr<NetworkBackend>(
-        std::make_unique<AnalyticalBackend>(engine, topology, rounding));
+        std::make_unique<AnalyticalBackend>(engine, topology, rounding, std::move(failures)));
   }
   if (name == "congestion-aware") {
     // ASTRA-sim's dimensions as a fabric: the topology's own links and routes.
     return std::unique_ptr<NetworkBackend>(std::make_unique<GraphCongestionBackend>(
-        engine, std::make_shared<const TopologyFabric>(topology), topology, rounding));
+        engine, std::make_shared<const TopologyFabric>(topology), topology, rounding,
+        std::move(failures)));
+  }
+  if (failures != nullptr) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "a dimension's failure runs on the analytical or congestion-aware backend, "
+                       "not {}",
+                       name);
   }
   if (name == "flow") {
     // ASTRA-sim's dimensions as a graph: the topology's own links and dimension-order routes.

@@ -28,6 +28,8 @@
 
 namespace orrery::net {
 
+class DimensionFailures;  // network/dimension_failures.h
+
 // Receives deliveries. on_delivered runs inside an engine event at the delivery time; it may call
 // send() again.
 class DeliveryListener {
@@ -90,6 +92,12 @@ class NetworkBackend {
   virtual std::vector<std::string> summary_lines() const { return {}; }
   // Backend-specific statistics as a JSON document ("" when the backend keeps none). After a run.
   virtual std::string stats_json() const { return ""; }
+  // Messages a failure keeps from ever arriving (network/dimension_failures.h), at most `most`
+  // lines, for the report of a run that cannot finish; empty when there are none.
+  virtual std::vector<std::string> describe_undelivered(size_t most) const {
+    (void)most;
+    return {};
+  }
 
  protected:
   NetworkBackend() = default;
@@ -109,8 +117,11 @@ inline SimTime truncate_to_ns(SimTime time) {
 // Creates the backend called `name` (analytical, congestion-aware or flow) over a copy of
 // `topology`, scheduling its events on `engine` (which must outlive it). Build phase. Error
 // (kInvalidArgument) for another name. network/backend_registry.h is the list of every backend.
+// `failures` (may be null): dimensions that lose bandwidth at some NPUs during the run, for the
+// analytical and congestion-aware backends.
 Expected<std::unique_ptr<NetworkBackend>> make_network_backend(
     std::string_view name, EventEngine& engine, const Topology& topology,
-    TimeRounding rounding = TimeRounding::kExact);
+    TimeRounding rounding = TimeRounding::kExact,
+    std::shared_ptr<const DimensionFailures> failures = nullptr);
 
 }  // namespace orrery::net

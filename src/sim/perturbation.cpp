@@ -234,38 +234,69 @@ class Reader {
       entry.line = line_of(item);
       bool has_time = false;
       int kinds = 0;
-      Status status = mapping(item, "failures entry", {"at_ns", "between", "switch", "rank"},
-                              [&](const std::string& key, const YAML::Node& value) -> Status {
-                                if (key == "at_ns") {
-                                  has_time = true;
-                                  uint64_t ns = 0;
-                                  if (Status s = u64(value, key, ns); !s) return s;
-                                  if (ns > (uint64_t{1} << 50))
-                                    return fail(value, "key 'at_ns': beyond 2^50 ns");
-                                  entry.at = SimTime::from_ns(static_cast<int64_t>(ns));
-                                  return Status::ok();
-                                }
-                                ++kinds;
-                                if (key == "rank") {
-                                  uint64_t rank = 0;
-                                  if (Status s = u64(value, key, rank); !s) return s;
-                                  if (rank >= UINT32_MAX)
-                                    return fail(value, "key 'rank': {} is not a rank", rank);
-                                  entry.rank = static_cast<uint32_t>(rank);
-                                  return Status::ok();
-                                }
-                                if (key == "switch") {
-                                  if (!value.IsScalar())
-                                    return fail(value, "key 'switch': expected a switch's name");
-                                  entry.switch_name = value.as<std::string>();
-                                  return Status::ok();
-                                }
-                                return cable(value, entry.from, entry.to);
-                              });
+      bool has_ranks = false, has_surviving = false;
+      Status status =
+          mapping(item, "failures entry",
+                  {"at_ns", "between", "switch", "rank", "dimension", "ranks", "surviving"},
+                  [&](const std::string& key, const YAML::Node& value) -> Status {
+                    if (key == "at_ns") {
+                      has_time = true;
+                      uint64_t ns = 0;
+                      if (Status s = u64(value, key, ns); !s) return s;
+                      if (ns > (uint64_t{1} << 50))
+                        return fail(value, "key 'at_ns': beyond 2^50 ns");
+                      entry.at = SimTime::from_ns(static_cast<int64_t>(ns));
+                      return Status::ok();
+                    }
+                    if (key == "ranks") {
+                      has_ranks = true;
+                      entry.ranks_text = value.IsScalar() ? value.Scalar() : "";
+                      return ranks(value, entry.ranks);
+                    }
+                    if (key == "surviving") {
+                      has_surviving = true;
+                      if (Status s = number(value, key, 0, 1, false, entry.surviving); !s) return s;
+                      if (entry.surviving == 1)
+                        return fail(value,
+                                    "key 'surviving': 1 is no failure; give a "
+                                    "fraction below 1");
+                      return Status::ok();
+                    }
+                    ++kinds;
+                    if (key == "dimension") {
+                      uint64_t dim = 0;
+                      if (Status s = u64(value, key, dim); !s) return s;
+                      if (dim > 64)
+                        return fail(value, "key 'dimension': {} is not a dimension", dim);
+                      entry.dimension = static_cast<uint32_t>(dim);
+                      return Status::ok();
+                    }
+                    if (key == "rank") {
+                      uint64_t rank = 0;
+                      if (Status s = u64(value, key, rank); !s) return s;
+                      if (rank >= UINT32_MAX)
+                        return fail(value, "key 'rank': {} is not a rank", rank);
+                      entry.rank = static_cast<uint32_t>(rank);
+                      return Status::ok();
+                    }
+                    if (key == "switch") {
+                      if (!value.IsScalar())
+                        return fail(value, "key 'switch': expected a switch's name");
+                      entry.switch_name = value.as<std::string>();
+                      return Status::ok();
+                    }
+                    return cable(value, entry.from, entry.to);
+                  });
       if (!status) return status;
       if (!has_time) return fail(item, "failures entry: key 'at_ns' is missing");
       if (kinds != 1)
-        return fail(item, "failures entry: give one of 'between', 'switch' or 'rank'");
+        return fail(item, "failures entry: give one of 'between', 'switch', 'dimension' or 'rank'");
+      if (!entry.dimension && (has_ranks || has_surviving))
+        return fail(item, "failures entry: 'ranks' and 'surviving' go with 'dimension'");
+      if (entry.dimension && !has_ranks)
+        return fail(item,
+                    "failures entry: a dimension's failure needs 'ranks' (the NPUs whose "
+                    "links in it fail; \"all\" for every one)");
       out.failures.push_back(std::move(entry));
     }
     return Status::ok();
@@ -391,10 +422,37 @@ Expected<ResolvedFailures> resolve_failures(const Perturbation& perturbation,
       if (!out.rank || entry.at < out.rank->at) out.rank = RankFailure{*entry.rank, entry.at};
       continue;
     }
+    if (entry.dimension) {
+      if (network.graph) {
+        return fail(entry,
+                    "'dimension' fails on ASTRA-sim's networks; on a graph topology "
+                    "give the cable ('between') or the 'switch'");
+      }
+      const uint32_t dims = network.logical.dimension_count();
+      if (*entry.dimension >= dims) {
+        return fail(entry, fmt::format("dimension {} is beyond the network's {} dimensions",
+                                       *entry.dimension, dims));
+      }
+      if (!entry.ranks.is_all() && entry.ranks.last() >= rank_count) {
+        return fail(entry, fmt::format("rank {} is beyond the job's {} ranks", entry.ranks.last(),
+                                       rank_count));
+      }
+      net::DimensionFailure failure;
+      failure.at = entry.at;
+      failure.dimension = *entry.dimension;
+      failure.ranks = entry.ranks;
+      failure.surviving = entry.surviving;
+      failure.what = fmt::format("{}:{}: dimension {} at ranks {}", perturbation.file, entry.line,
+                                 *entry.dimension,
+                                 entry.ranks.is_all() ? std::string("all") : entry.ranks_text);
+      out.dimensions.push_back(std::move(failure));
+      continue;
+    }
     if (!network.graph) {
       return fail(entry,
                   "a cable or a switch fails on a graph topology (docs/formats/topology.md), "
-                  "whose routes can go around it; ASTRA-sim's dimensions have no routes");
+                  "whose routes can go around it; on ASTRA-sim's dimensions give 'dimension', "
+                  "'ranks' and 'surviving'");
     }
     const net::Graph& graph = *network.graph;
     net::LinkFailure failure;
@@ -498,10 +556,6 @@ Expected<std::shared_ptr<const net::NetworkDescription>> degrade_links(
     return Error::make(ErrorKind::kConfig, "{}:{}: links entry: {}", perturbation.file, entry.line,
                        what);
   };
-  auto scaled = [](net::Bandwidth bandwidth, double factor) {
-    const double nano = static_cast<double>(bandwidth.nano_gbps()) * factor;
-    return net::Bandwidth::from_nano_gbps(static_cast<uint64_t>(std::max(1.0, std::round(nano))));
-  };
   auto description = std::make_shared<net::NetworkDescription>(*network);
   if (!network->graph) {
     std::vector<net::Dimension> dims;
@@ -518,7 +572,7 @@ Expected<std::shared_ptr<const net::NetworkDescription>> degrade_links(
                                        "(numbered from 0)",
                                        *entry.dimension, dims.size()));
       }
-      dims[*entry.dimension].bandwidth = scaled(dims[*entry.dimension].bandwidth, entry.factor);
+      dims[*entry.dimension].bandwidth = dims[*entry.dimension].bandwidth.scaled(entry.factor);
     }
     Expected<net::Topology> topology = net::Topology::create(std::move(dims));
     if (!topology) return topology.error();
@@ -535,7 +589,7 @@ Expected<std::shared_ptr<const net::NetworkDescription>> degrade_links(
       bool any = false;
       for (net::GraphLink& link : spec.links) {
         if (link.dimension != *entry.dimension) continue;
-        link.bandwidth = scaled(link.bandwidth, entry.factor);
+        link.bandwidth = link.bandwidth.scaled(entry.factor);
         any = true;
       }
       if (!any)
@@ -553,7 +607,7 @@ Expected<std::shared_ptr<const net::NetworkDescription>> degrade_links(
     for (net::GraphLink& link : spec.links) {
       if ((link.src == from->second && link.dst == to->second) ||
           (link.src == to->second && link.dst == from->second)) {
-        link.bandwidth = scaled(link.bandwidth, entry.factor);
+        link.bandwidth = link.bandwidth.scaled(entry.factor);
         any = true;
       }
     }

@@ -14,7 +14,8 @@
 //   - hardware: ranks of another accelerator (a preset or a system file): their compute follows
 //     its roofline or compute model;
 //   - failures: a cable, a switch or a rank that fails at a simulated time (graphs reroute,
-//     network/failing_fabric.h; a rank's failure stops the job);
+//     network/failing_fabric.h; a rank's failure stops the job), or a dimension of ASTRA-sim's
+//     network that keeps only part of its bandwidth at some NPUs (network/dimension_failures.h);
 //   - goodput: failures at a rate per component, checkpoints and restarts, over a horizon: the
 //     simulated iteration time becomes useful work per unit of wall time (sim/goodput.h).
 // Every draw is a pure function of (seed, rank[, node id]), so a run is the same at any thread
@@ -33,6 +34,7 @@
 
 #include "core/error.h"
 #include "core/rank_set.h"
+#include "network/dimension_failures.h"
 #include "network/failing_fabric.h"
 #include "network/graph_yaml.h"
 #include "system/system_config.h"
@@ -75,11 +77,16 @@ struct HardwareEntry {
 };
 
 // Something that fails at a simulated time: a graph's cable (both directions), a switch (every
-// link of it), or a rank (the job stops there).
+// link of it), a dimension of ASTRA-sim's network at some NPUs (all but `surviving` of its
+// bandwidth there), or a rank (the job stops there).
 struct FailureEntry {
   SimTime at;
-  std::string from, to;     // a cable
-  std::string switch_name;  // a switch
+  std::string from, to;               // a cable
+  std::string switch_name;            // a switch
+  std::optional<uint32_t> dimension;  // with `ranks` and `surviving`
+  RankSet ranks = RankSet::all();
+  std::string ranks_text;  // as written, for messages
+  double surviving = 0;    // fraction of the dimension's bandwidth left at those NPUs
   std::optional<uint32_t> rank;
   int line = 0;
 };
@@ -128,11 +135,13 @@ Expected<Perturbation> load_perturbation(const std::filesystem::path& path,
 Expected<Perturbation> parse_perturbation(std::string_view text, std::string_view file_name,
                                           const PresetLoader& presets = {});
 
-// The link failures of `perturbation` on `network`'s graph, and the earliest rank failure; errors
-// name the entry's line: a cable or switch the graph does not have, a failure on ASTRA-sim's
-// dimensions, a rank beyond the job.
+// The link failures of `perturbation` on `network`'s graph or its ASTRA-sim dimensions, and the
+// earliest rank failure; errors name the entry's line: a cable or switch the graph does not have
+// (or named on ASTRA-sim's dimensions), a dimension the network does not have (or on a graph), a
+// rank beyond the job.
 struct ResolvedFailures {
   std::vector<net::LinkFailure> links;
+  std::vector<net::DimensionFailure> dimensions;
   std::optional<RankFailure> rank;
 };
 Expected<ResolvedFailures> resolve_failures(const Perturbation& perturbation,

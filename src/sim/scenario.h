@@ -34,7 +34,11 @@ namespace orrery::sim {
 struct RunSettings {
   std::string backend = "analytical";  // a name of network/backend_registry.h
   // Timing defaults to ASTRA-sim's integer nanoseconds (`--timing astra-sim`).
-  net::BackendOptions backend_options{net::TimeRounding::kAstraSim, {}};
+  net::BackendOptions backend_options = [] {
+    net::BackendOptions options;
+    options.rounding = net::TimeRounding::kAstraSim;
+    return options;
+  }();
   chakra::ValidationMode mode = chakra::ValidationMode::kLenient;
   chakra::DependencyKinds dependencies = chakra::DependencyKinds::kBoth;
   double compute_scale = 1.0;    // multiplies compute times (--compute-scale)

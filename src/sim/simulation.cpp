@@ -124,6 +124,7 @@ Expected<RunResult> Simulation::run() {
   EventEngine engine;
   net::BackendOptions backend_options = settings.backend_options;
   backend_options.failures = scenario.failures().links;
+  backend_options.dimension_failures = scenario.failures().dimensions;
   Expected<std::unique_ptr<net::NetworkBackend>> network =
       net::make_backend(settings.backend, engine, network_description, backend_options);
   if (!network) return network.error();
@@ -150,6 +151,9 @@ Expected<RunResult> Simulation::run() {
   if (perturbation.noise_sigma > 0) {
     perturbation_note =
         fmt::format("{}: operator noise differs from rank to rank", perturbation.file);
+  } else if (!scenario.failures().dimensions.empty()) {
+    perturbation_note =
+        fmt::format("{} fails during the run", scenario.failures().dimensions.front().what);
   } else {
     for (uint32_t rank = 1; rank < hardware.size() && perturbation_note.empty(); ++rank) {
       if (hardware[rank] != hardware[0]) {
@@ -214,8 +218,8 @@ Expected<RunResult> Simulation::run() {
           "rank classes need the analytical backend (links of the {} backend are shared across "
           "classes)",
           settings.backend);
-    } else if (perturbation.noise_sigma > 0) {
-      class_note = perturbation_note;
+    } else if (perturbation.noise_sigma > 0 || !scenario.failures().dimensions.empty()) {
+      class_note = perturbation_note;  // every rank's own, or links that change during the run
     } else if (std::any_of(observers_.begin(), observers_.end(), [](const auto* observer) {
                  return observer->watched_ranks().empty();
                })) {
@@ -339,10 +343,11 @@ Expected<RunResult> Simulation::run() {
     for (const std::string& line : executor.describe_stuck(8)) detail += "\n  " + line;
     const std::vector<std::string> pending = (*collectives)->describe_pending(8);
     for (const std::string& line : pending) detail += "\n  " + line;
+    for (const std::string& line : (*network)->describe_undelivered(8)) detail += "\n  " + line;
     return Error::make(ErrorKind::kDeadlock,
                        "the run cannot finish: no event is left at {} ns but ranks still have work "
-                       "(a receive without a send, a collective some member never issues, or a "
-                       "dependency on a node that cannot run):{}",
+                       "(a receive without a send, a collective some member never issues, a "
+                       "dependency on a node that cannot run, or a message a failure cut off):{}",
                        engine.last_event_time().ns_truncated(), detail);
   }
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "network/dimension_failures.h"
 #include "network/network_test_support.h"
 
 namespace orrery::net {
@@ -58,6 +59,58 @@ TEST(AnalyticalBackend, several_differing_dimensions_are_timed_on_the_lowest_one
   const SimTime expected =
       SimTime::from_ns(10) + Bandwidth::from_gbps(100).serialization_time(4096);
   EXPECT_EQ(testing::lone_message_time("analytical", topology, 0, 5, 4096), expected);
+}
+
+// Dimension failures (network/dimension_failures.h): a Ring of 16, 1 -> 4 crosses 1-2, 2-3 and
+// 3-4; NPU 3 keeps a quarter of its bandwidth from 100 us on, NPU 2 nothing from 1 ms on.
+TEST(DimensionFailures, a_message_goes_at_what_survives_on_its_route_or_is_held) {
+  const Topology topology = topology_from_yaml(one_dimension_yaml("Ring", 16, "50", "500"));
+  std::vector<DimensionFailure> failures(3);
+  failures[0] = {SimTime::from_us(100), 0, *RankSet::parse("3", 16), 0.25, "slow 3"};
+  failures[1] = {SimTime::from_ns(0), 0, *RankSet::parse("9", 16), 0.5, "slow 9"};
+  failures[2] = {SimTime::from_us(1000), 0, *RankSet::parse("2", 16), 0.0, "cut 2"};
+  const auto shared = std::make_shared<const DimensionFailures>(topology, failures);
+  const int64_t us = 1'000'000, hop_ps = 500'000, full_ps = 19'531'250;  // 1 MiB at 50 GB/s
+  for (const char* backend : {"analytical", "congestion-aware"}) {
+    SCOPED_TRACE(backend);
+    EventEngine engine;
+    testing::Deliveries deliveries(engine);
+    Expected<std::unique_ptr<NetworkBackend>> made =
+        make_network_backend(backend, engine, topology, TimeRounding::kExact, shared);
+    ASSERT_TRUE(made.has_value());
+    std::unique_ptr<NetworkBackend> network = std::move(made).value();
+    network->set_listener(deliveries);
+    network->send(1, 4, kMiB, 1);  // NPU 9's failure is not on the route
+    (void)engine.run_until(SimTime::from_us(95));
+    network->send(1, 4, kMiB, 2);  // under way when NPU 3 fails
+    (void)engine.run_until(SimTime::from_us(400));
+    network->send(1, 4, kMiB, 3);
+    (void)engine.run_until(SimTime::from_us(2000));
+    network->send(1, 4, kMiB, 4);  // NPU 2's links are cut
+    (void)engine.run();
+    const bool store_and_forward = std::string_view(backend) == "congestion-aware";
+    // Analytical: the whole message at the route's lowest bandwidth when it starts. Store and
+    // forward: each hop at its link's when it starts there; 2-3 and 3-4 touch NPU 3.
+    const int64_t healthy = 3 * hop_ps + (store_and_forward ? 3 : 1) * full_ps;
+    const int64_t slowed =
+        3 * hop_ps + (store_and_forward ? full_ps + 2 * 4 * full_ps : 4 * full_ps);
+    EXPECT_EQ(deliveries.time.at(1).ps(), healthy);
+    // Store and forward: its first hop ends after the failure, so its next two are slowed.
+    EXPECT_EQ(deliveries.time.at(2).ps(), 95 * us + (store_and_forward ? slowed : healthy));
+    EXPECT_EQ(deliveries.time.at(3).ps(), 400 * us + slowed);
+    EXPECT_EQ(deliveries.time.count(4), 0u);
+    EXPECT_EQ(network->in_flight(), 1u);
+    const std::vector<std::string> held = network->describe_undelivered(8);
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_NE(held[0].find("-> rank 4, 1,048,576 bytes: cut 2 failed at 1,000,000 ns with nothing "
+                           "surviving"),
+              std::string::npos)
+        << held[0];
+  }
+  EXPECT_EQ(shared->surviving(0, SimTime::zero()), 1.0);
+  EXPECT_EQ(Bandwidth::from_gbps(50).scaled(0.25), Bandwidth::from_nano_gbps(12'500'000'000));
+  EXPECT_EQ(Bandwidth::from_gbps(50).scaled(1e-30), Bandwidth::from_nano_gbps(1));
+  EXPECT_EQ(Bandwidth::from_gbps(50).scaled(0), Bandwidth::from_nano_gbps(0));
 }
 
 TEST(AnalyticalBackend, messages_sharing_a_link_do_not_slow_each_other) {

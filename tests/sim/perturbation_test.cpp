@@ -472,7 +472,7 @@ TEST(Failures, a_failure_that_cuts_an_npu_off_or_names_nothing_is_refused) {
        "perturb.yml:2: failures entry: npu1 is an NPU, not a switch"},
       {"failures:\n  - switch: spine0\n", "perturb.yml:2: failures entry: key 'at_ns' is missing"},
       {"failures:\n  - at_ns: 0\n    rank: 1\n    switch: spine0\n",
-       "perturb.yml:2: failures entry: give one of 'between', 'switch' or 'rank'"},
+       "perturb.yml:2: failures entry: give one of 'between', 'switch', 'dimension' or 'rank'"},
   };
   for (const auto& [text, message] : cases) {
     in.perturbation = text;
@@ -481,12 +481,135 @@ TEST(Failures, a_failure_that_cuts_an_npu_off_or_names_nothing_is_refused) {
     EXPECT_NE(result.error().message().find(message), std::string::npos)
         << result.error().message();
   }
-  // ASTRA-sim's dimensions have no routes to go around a failure.
+  // ASTRA-sim's dimensions have no cables or routes: their failures are a dimension's.
   test::RunInputs astra = dp_inputs(8);
   astra.perturbation = "failures:\n  - at_ns: 0\n    between: [npu0, npu1]\n";
   Expected<sim::RunResult> result = test::simulate(astra);
   ASSERT_FALSE(result);
-  EXPECT_NE(result.error().message().find("ASTRA-sim's dimensions have no routes"),
+  EXPECT_NE(result.error().message().find(
+                "on ASTRA-sim's dimensions give 'dimension', 'ranks' and 'surviving'"),
+            std::string::npos)
+      << result.error().message();
+}
+
+// The busy time of every link of `result` with NPU `npu` at an end, and of the others.
+std::pair<SimTime, SimTime> busy_at(const sim::RunResult& result, net::NodeId npu) {
+  SimTime at, others;
+  for (const net::LinkStats& link : result.links)
+    (link.src == npu || link.dst == npu ? at : others) += link.busy;
+  return {at, others};
+}
+
+TEST(Failures, a_dimension_of_astra_sims_network_keeps_what_survives_of_its_bandwidth) {
+  for (const char* backend : {"analytical", "congestion-aware"}) {
+    SCOPED_TRACE(backend);
+    test::RunInputs in = dp_inputs(8);
+    in.settings.backend = backend;
+    const sim::RunResult healthy = run_ok(in);
+    test::RunInputs half = in;
+    half.network = test::network_yaml("Ring", "8", "25", "500");
+    const sim::RunResult slow = run_ok(half);
+    ASSERT_GT(slow.end, healthy.end);
+
+    // At every NPU from the start: the network at half the bandwidth, exactly.
+    in.perturbation =
+        "failures:\n  - at_ns: 0\n    dimension: 0\n    ranks: all\n    surviving: 0.5\n";
+    const sim::RunResult everywhere = run_ok(in);
+    EXPECT_EQ(everywhere.end, slow.end);
+    EXPECT_EQ(everywhere.mode, "full");
+    EXPECT_NE(everywhere.fast_path_note.find("perturb.yml:2: dimension 0 at ranks all fails "
+                                             "during the run"),
+              std::string::npos)
+        << everywhere.fast_path_note;
+
+    // At NPU 3 only: its four ring links serialize twice as long (a picosecond of rounding per
+    // message at most), the others as when healthy; the step ends in between.
+    in.perturbation =
+        "failures:\n  - at_ns: 0\n    dimension: 0\n    ranks: \"3\"\n    surviving: 0.5\n";
+    const sim::RunResult one = run_ok(in);
+    const auto [healthy_at, healthy_others] = busy_at(healthy, 3);
+    const auto [one_at, one_others] = busy_at(one, 3);
+    uint64_t messages_at = 0;
+    for (const net::LinkStats& link : one.links)
+      messages_at += link.src == 3 || link.dst == 3 ? link.messages : 0;
+    ASSERT_GT(messages_at, 0u);
+    EXPECT_NEAR(static_cast<double>(one_at.ps()), 2.0 * static_cast<double>(healthy_at.ps()),
+                static_cast<double>(messages_at));
+    EXPECT_EQ(one_others, healthy_others);
+    EXPECT_GT(one.end, healthy.end);
+    EXPECT_LT(one.end, everywhere.end);
+
+    // Halfway through: what started before went at full speed (less busy time than failed
+    // from the start), and the last all-reduce, which ends the step after the last layer's 2 ms
+    // of compute, starts after the failure: the step ends as when failed from the start.
+    in.perturbation = fmt::format(
+        "failures:\n  - at_ns: {}\n    dimension: 0\n    ranks: all\n    surviving: 0.5\n",
+        healthy.end.ns_truncated() / 2);
+    const sim::RunResult midway = run_ok(in);
+    EXPECT_EQ(midway.end, everywhere.end);
+    auto total_busy = [](const sim::RunResult& result) {
+      SimTime busy;
+      for (const net::LinkStats& link : result.links) busy += link.busy;
+      return busy;
+    };
+    EXPECT_GT(total_busy(midway), total_busy(healthy));
+    EXPECT_LT(total_busy(midway), total_busy(everywhere));
+
+    // Nothing left at NPU 3 from 1 ms on: the messages that need its links never arrive, and
+    // the run says which ranks wait and which messages were cut off.
+    in.perturbation = "failures:\n  - at_ns: 1000000\n    dimension: 0\n    ranks: \"3\"\n";
+    Expected<sim::RunResult> cut = test::simulate(in);
+    ASSERT_FALSE(cut);
+    EXPECT_EQ(cut.error().kind(), ErrorKind::kDeadlock);
+    const std::string& message = cut.error().message();
+    EXPECT_NE(message.find("the run cannot finish"), std::string::npos) << message;
+    EXPECT_NE(message.find("perturb.yml:2: dimension 0 at ranks 3 failed at 1,000,000 ns with "
+                           "nothing surviving"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("undeliverable:"), std::string::npos) << message;
+    EXPECT_NE(message.find("-> rank 3, "), std::string::npos) << message;
+  }
+}
+
+TEST(Failures, a_dimension_failure_that_names_nothing_or_runs_where_it_cannot_is_refused) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"failures:\n  - at_ns: 0\n    dimension: 1\n    ranks: all\n",
+       "perturb.yml:2: failures entry: dimension 1 is beyond the network's 1 dimensions"},
+      {"failures:\n  - at_ns: 0\n    dimension: 0\n    ranks: 4-8\n",
+       "perturb.yml:2: failures entry: rank 8 is beyond the job's 8 ranks"},
+      {"failures:\n  - at_ns: 0\n    dimension: 0\n",
+       "perturb.yml:2: failures entry: a dimension's failure needs 'ranks'"},
+      {"failures:\n  - at_ns: 0\n    rank: 2\n    surviving: 0.5\n",
+       "perturb.yml:2: failures entry: 'ranks' and 'surviving' go with 'dimension'"},
+      {"failures:\n  - at_ns: 0\n    dimension: 0\n    ranks: all\n    surviving: 1\n",
+       "perturb.yml:5: key 'surviving': 1 is no failure"},
+      {"failures:\n  - at_ns: 0\n    dimension: 0\n    ranks: all\n    surviving: 1.5\n",
+       "perturb.yml:5: key 'surviving': 1.5 is out of range"},
+  };
+  for (const auto& [text, message] : cases) {
+    test::RunInputs in = dp_inputs(8);
+    in.perturbation = text;
+    Expected<sim::RunResult> result = test::simulate(in);
+    ASSERT_FALSE(result) << text;
+    EXPECT_NE(result.error().message().find(message), std::string::npos)
+        << result.error().message();
+  }
+  test::RunInputs graph = clos_inputs();
+  graph.perturbation = "failures:\n  - at_ns: 0\n    dimension: 0\n    ranks: all\n";
+  Expected<sim::RunResult> result = test::simulate(graph);
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().message().find("perturb.yml:2: failures entry: 'dimension' fails on "
+                                          "ASTRA-sim's networks"),
+            std::string::npos)
+      << result.error().message();
+  test::RunInputs flow = dp_inputs(8);
+  flow.settings.backend = "flow";
+  flow.perturbation = "failures:\n  - at_ns: 0\n    dimension: 0\n    ranks: all\n";
+  result = test::simulate(flow);
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().message().find("a dimension's failure needs an ASTRA-sim network and "
+                                          "the analytical or congestion-aware backend (not flow)"),
             std::string::npos)
       << result.error().message();
 }
