@@ -387,6 +387,7 @@ SimOutcome simulate_point(const SweepSpec& spec, const Workload& w, const Cluste
   inputs.network_name = "sweep network";
   inputs.settings.backend = spec.backend;
   inputs.settings.threads = 1;
+  inputs.settings.link_queue_peaks = false;  // a point needs times and totals per dimension only
   Expected<sim::Scenario> scenario = sim::Scenario::create(std::move(inputs));
   if (!scenario) {
     out.error = scenario.error().message();

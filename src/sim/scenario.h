@@ -39,6 +39,10 @@ struct RunSettings {
     options.rounding = net::TimeRounding::kAstraSim;
     return options;
   }();
+  // Off: links' peak queues are not counted (peak_queue 0 on every link, in every mode), so a
+  // class run keeps totals per route instead of every message's interval (sweeps, which need
+  // times and totals only).
+  bool link_queue_peaks = true;
   chakra::ValidationMode mode = chakra::ValidationMode::kLenient;
   chakra::DependencyKinds dependencies = chakra::DependencyKinds::kBoth;
   double compute_scale = 1.0;    // multiplies compute times (--compute-scale)

@@ -282,8 +282,8 @@ Expected<RunResult> Simulation::run() {
   engine_options.mirror_through_network = symmetric && through_network;
   engine_options.rounding = settings.backend_options.rounding;
   if (class_mode) {
-    engine_options.peers =
-        sys::make_class_peer_model(topology, settings.backend_options.rounding, classes.plan);
+    engine_options.peers = sys::make_class_peer_model(topology, settings.backend_options.rounding,
+                                                      classes.plan, settings.link_queue_peaks);
   }
 
   workload::WorkloadExecutor executor(engine, graphs, group_ids, options);
@@ -408,6 +408,9 @@ Expected<RunResult> Simulation::run() {
     result.links = (*collectives)->mirror_traffic().expand();
   } else {
     result.links = (*network)->link_stats();
+  }
+  if (!settings.link_queue_peaks) {
+    for (net::LinkStats& link : result.links) link.peak_queue = 0;  // the same in every mode
   }
   // In order of first issue, then group and sequence (unique): one order in every mode (the
   // engine lists them as first issued, ties by the order of events, which differs between a

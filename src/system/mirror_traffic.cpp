@@ -16,7 +16,15 @@ void MirrorTraffic::add(ClassKey key, uint32_t copies, uint64_t bytes, SimTime s
   traffic.bytes = saturating_add(traffic.bytes, saturating_mul(copies, bytes));
   traffic.busy += serialization * copies;
   traffic.messages += copies;
-  traffic.intervals.push_back({start, end, copies});
+  if (queue_peaks_) traffic.intervals.push_back({start, end, copies});
+}
+
+void MirrorTraffic::add_totals(RouteTotals& totals, uint64_t bytes) {
+  if (totals.busy.empty()) totals.busy.resize(topology_->dimension_count());
+  totals.bytes = saturating_add(totals.bytes, bytes);
+  ++totals.messages;
+  for (uint32_t dim = 0; dim < totals.busy.size(); ++dim)
+    totals.busy[dim] += topology_->dimension(dim).bandwidth.serialization_time(bytes);
 }
 
 uint64_t MirrorTraffic::link_count() const {
@@ -28,12 +36,25 @@ uint64_t MirrorTraffic::link_count() const {
   for (const RouteMessage& message : route_messages_) {
     if (lists.insert(message.pairs).second) count += message.pairs->size();
   }
+  for (const auto& [pairs, totals] : route_totals_) {
+    if (lists.insert(pairs).second) count += pairs->size();
+  }
+  for (const auto& [key, totals] : partner_totals_) count += class_size(std::get<0>(key));
   return count;
 }
 
 void MirrorTraffic::record_routes(const RoutePairs* pairs, uint64_t bytes, SimTime start,
                                   SimTime end) {
-  route_messages_.push_back({pairs, bytes, start, end});
+  if (queue_peaks_) {
+    route_messages_.push_back({pairs, bytes, start, end});
+    return;
+  }
+  // Consecutive messages mostly share a route (a collective's steps, a block of sends).
+  if (pairs != last_pairs_) {
+    last_pairs_ = pairs;
+    last_totals_ = &route_totals_[pairs];
+  }
+  add_totals(*last_totals_, bytes);
 }
 
 void MirrorTraffic::record_message(uint32_t dim, uint32_t from, uint32_t to, uint64_t bytes,
@@ -70,7 +91,11 @@ void MirrorTraffic::record_switch(uint32_t dim, bool up, uint64_t bytes, SimTime
 
 void MirrorTraffic::record_partner_message(uint32_t dim, uint32_t distance, uint64_t bytes,
                                            SimTime start, SimTime end, uint32_t rank_class) {
-  partner_messages_.push_back({rank_class, dim, distance, bytes, start, end});
+  if (queue_peaks_) {
+    partner_messages_.push_back({rank_class, dim, distance, bytes, start, end});
+    return;
+  }
+  add_totals(partner_totals_[{rank_class, dim, distance}], bytes);
 }
 
 namespace {
@@ -284,6 +309,37 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
   return out;
 }
 
+std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::route_totals_links() const {
+  // Each route's links as partner_links walks them (a link once per crossing), charged its
+  // messages' totals in the crossing's dimension: the same sums as message by message.
+  std::map<net::LinkId, PartnerLink> out;
+  auto charge = [&](const RouteTotals& totals, net::Rank from, uint32_t dim, uint32_t to) {
+    topology_->route_in_dimension(from, dim, to, [&](net::LinkId link) {
+      PartnerLink& stats = out[link];
+      stats.bytes = saturating_add(stats.bytes, totals.bytes);
+      stats.busy += totals.busy[dim];
+      stats.messages += totals.messages;
+    });
+  };
+  for (const auto& [pairs, totals] : route_totals_) {
+    for (const auto& [src, dst] : *pairs) {
+      const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
+      if (dim != net::kNoDimension) charge(totals, src, dim, topology_->coordinate(dst, dim));
+    }
+  }
+  for (const auto& [key, totals] : partner_totals_) {
+    const auto [rank_class, dim, distance] = key;
+    const uint32_t n = topology_->dimension(dim).size;
+    for (uint64_t index = 0; index < class_size(rank_class); ++index) {
+      const net::Rank rank = member(rank_class, index);
+      const uint32_t coord = topology_->coordinate(rank, dim);
+      const bool up = ((coord / distance) % 2) == 0;
+      charge(totals, rank, dim, up ? (coord + distance) % n : (coord + n - distance) % n);
+    }
+  }
+  return out;
+}
+
 void MirrorTraffic::adopt_representative_links(const std::vector<net::LinkStats>& links) {
   for (const net::LinkStats& link : links) {
     if (link.src != 0 || link.dst >= topology_->rank_count()) continue;
@@ -379,7 +435,9 @@ std::vector<net::LinkStats> MirrorTraffic::expand() const {
   std::vector<const std::vector<Interval>*> ordered;
   for (const auto& [key, traffic] : classes_) {
     sources.push_back(&traffic);
-    class_peaks.push_back(traffic.measured ? traffic.measured_peak : peak(traffic.intervals));
+    class_peaks.push_back(traffic.measured ? traffic.measured_peak
+                          : queue_peaks_   ? peak(traffic.intervals)
+                                           : 0);
     const auto by_start = [](const Interval& lhs, const Interval& rhs) {
       return lhs.start < rhs.start;
     };
@@ -407,7 +465,8 @@ std::vector<net::LinkStats> MirrorTraffic::expand() const {
     ++source;
   }
   std::sort(uses.begin(), uses.end());
-  const std::map<net::LinkId, PartnerLink> partners = partner_links(uses, ordered);
+  const std::map<net::LinkId, PartnerLink> partners =
+      queue_peaks_ ? partner_links(uses, ordered) : route_totals_links();
 
   std::vector<net::LinkStats> out;
   out.reserve(uses.size() + partners.size());
@@ -440,7 +499,7 @@ std::vector<net::LinkStats> MirrorTraffic::expand() const {
       ++partner;
     } else if (end - begin == 1) {
       stats.peak_queue = class_peaks[uses[begin].second];
-    } else {
+    } else if (queue_peaks_) {
       merged.clear();
       for (size_t idx = begin; idx < end; ++idx) {
         const std::vector<Interval>& intervals = sources[uses[idx].second]->intervals;
@@ -468,8 +527,17 @@ void MirrorTraffic::dimension_totals(uint32_t dim, uint64_t& links_used, uint64_
     bytes = saturating_add(bytes, saturating_mul(saturating_mul(message.bytes, hops), senders));
     busy += spec.bandwidth.serialization_time(message.bytes) * static_cast<int64_t>(hops * senders);
   }
-  // (Partner messages alone leave at least one used link per rank; counted so.)
   bool partners = false;
+  for (const auto& [key, totals] : partner_totals_) {
+    const auto [rank_class, message_dim, distance] = key;
+    if (message_dim != dim) continue;
+    partners = true;
+    const uint64_t hops = topology_->hops(dim, 0, distance % topology_->dimension(dim).size);
+    const uint64_t senders = class_size(rank_class);
+    bytes = saturating_add(bytes, saturating_mul(saturating_mul(totals.bytes, hops), senders));
+    busy += totals.busy[dim] * static_cast<int64_t>(hops * senders);
+  }
+  // (Partner messages alone leave at least one used link per rank; counted so.)
   for (const PartnerMessage& message : partner_messages_) partners = partners || message.dim == dim;
   bool classes = false;
   for (const auto& [key, traffic] : classes_) {

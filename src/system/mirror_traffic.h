@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "core/time.h"
@@ -32,6 +33,11 @@ class MirrorTraffic {
   // The members of each rank class, ascending (default: one class of every rank). Before any
   // record_*; `members` must outlive this object.
   void set_classes(const std::vector<std::vector<net::Rank>>* members) { members_ = members; }
+  // Off: links' peak queues are not counted (0), so no message's interval is kept: messages are
+  // summed as they are recorded, per class and per route (point-to-point and partner alike), and
+  // memory no longer grows with the messages. Bytes, busy time and message counts per link are
+  // the same either way. Before any record_*.
+  void set_queue_peaks(bool on) { queue_peaks_ = on; }
   // The (sender, destination) pairs of one point-to-point message of every member of a class.
   using RoutePairs = std::vector<std::pair<net::Rank, net::Rank>>;
   // Every pair of `pairs` (which must outlive this object) sent `bytes` over [start, end),
@@ -122,6 +128,15 @@ class MirrorTraffic {
     SimTime start;
     SimTime end;
   };
+  // Without queue peaks: what the messages of one route put on each of its crossings.
+  struct RouteTotals {
+    uint64_t bytes = 0;
+    uint64_t messages = 0;
+    std::vector<SimTime> busy;  // per dimension: the serialization of every message there
+  };
+  void add_totals(RouteTotals& totals, uint64_t bytes);
+  // Without queue peaks: per link, the totals of every route crossing it.
+  std::map<net::LinkId, PartnerLink> route_totals_links() const;
   // Members of a rank class (every rank when no classes were set).
   uint64_t class_size(uint32_t rank_class) const {
     return members_ == nullptr ? topology_->rank_count() : (*members_)[rank_class].size();
@@ -136,6 +151,11 @@ class MirrorTraffic {
   std::vector<RouteMessage> route_messages_;
   std::map<ClassKey, ClassTraffic> classes_;
   std::vector<PartnerMessage> partner_messages_;
+  bool queue_peaks_ = true;
+  std::map<const RoutePairs*, RouteTotals> route_totals_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, RouteTotals> partner_totals_;
+  const RoutePairs* last_pairs_ = nullptr;  // the route recorded last, and its totals
+  RouteTotals* last_totals_ = nullptr;
 };
 
 }  // namespace orrery::sys

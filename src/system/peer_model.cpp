@@ -131,9 +131,10 @@ class MirrorPeerModel final : public PeerModel {
 class ClassPeerModel final : public PeerModel {
  public:
   ClassPeerModel(const net::Topology& topology, net::TimeRounding rounding,
-                 std::shared_ptr<const ClassPlan> plan)
+                 std::shared_ptr<const ClassPlan> plan, bool queue_peaks)
       : topology_(&topology), rounding_(rounding), plan_(std::move(plan)), traffic_(topology) {
     traffic_.set_classes(&plan_->members);
+    traffic_.set_queue_peaks(queue_peaks);
   }
 
   uint32_t simulated_count() const override { return static_cast<uint32_t>(plan_->members.size()); }
@@ -253,8 +254,9 @@ class ClassPeerModel final : public PeerModel {
 
 std::unique_ptr<PeerModel> make_class_peer_model(const net::Topology& topology,
                                                  net::TimeRounding rounding,
-                                                 std::shared_ptr<const ClassPlan> plan) {
-  return std::make_unique<ClassPeerModel>(topology, rounding, std::move(plan));
+                                                 std::shared_ptr<const ClassPlan> plan,
+                                                 bool queue_peaks) {
+  return std::make_unique<ClassPeerModel>(topology, rounding, std::move(plan), queue_peaks);
 }
 
 std::unique_ptr<PeerModel> make_full_peer_model(const net::Topology& topology) {

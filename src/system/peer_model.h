@@ -133,9 +133,11 @@ std::unique_ptr<PeerModel> make_mirror_peer_model(const net::Topology& topology,
                                                   net::TimeRounding rounding, bool through_network);
 
 // One representative per class of `plan` runs (see above). `plan` and `topology` must outlive the
-// model; delays are the analytical backend's under `rounding`.
+// model; delays are the analytical backend's under `rounding`. `queue_peaks` off: links' peak
+// queues are not kept (MirrorTraffic::set_queue_peaks), for runs that need totals only.
 std::unique_ptr<PeerModel> make_class_peer_model(const net::Topology& topology,
                                                  net::TimeRounding rounding,
-                                                 std::shared_ptr<const ClassPlan> plan);
+                                                 std::shared_ptr<const ClassPlan> plan,
+                                                 bool queue_peaks = true);
 
 }  // namespace orrery::sys
