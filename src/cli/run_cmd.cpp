@@ -391,6 +391,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
          "alike ranks (identical results; the summary says which ran and why not); off: "
          "simulate every rank")
       ->check(CLI::IsMember({"auto", "off"}));
+  cmd->add_option_function<std::string>(
+         "--message-dimension",
+         [options](const std::string& rule) {
+           options->config.charge_highest_dimension = rule == "highest";
+         },
+         "Which dimension times a message whose ranks differ in several (analytical models): "
+         "lowest (default, ASTRA-sim's rule) or highest (the network between nodes, where such "
+         "a message must go; docs/network.md)")
+      ->check(CLI::IsMember({"lowest", "highest"}));
   cmd->add_option("--perturb", config.perturbation,
                   "YAML of what real clusters do (docs/formats/perturb.md): compute factors per "
                   "rank list (fixed, lognormal, uniform, a tail of slow ranks), operator-time "

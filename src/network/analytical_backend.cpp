@@ -18,7 +18,7 @@ SimTime delay_in(const Topology& topology, uint32_t dim, uint32_t from, uint32_t
 }  // namespace
 
 SimTime analytical_delay(const Topology& topology, Rank src, Rank dst, uint64_t bytes) {
-  const uint32_t dim = topology.lowest_differing_dimension(src, dst);
+  const uint32_t dim = topology.charged_dimension(src, dst);
   if (dim == kNoDimension) return SimTime::zero();
   return delay_in(topology, dim, topology.coordinate(src, dim), topology.coordinate(dst, dim),
                   topology.dimension(dim).bandwidth.serialization_time(bytes));
@@ -115,7 +115,7 @@ void AnalyticalBackend::send(Rank src, Rank dst, uint64_t bytes, uint64_t token)
 
   // The delay and the route from one look at the coordinates (analytical_delay's figure).
   SimTime delay = SimTime::zero();
-  const uint32_t dim = topology_.lowest_differing_dimension(src, dst);
+  const uint32_t dim = topology_.charged_dimension(src, dst);
   if (dim != kNoDimension) {
     const uint32_t to = topology_.coordinate(dst, dim);
     Bandwidth bandwidth = topology_.dimension(dim).bandwidth;

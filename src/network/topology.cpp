@@ -134,6 +134,17 @@ uint32_t Topology::lowest_differing_dimension(Rank a, Rank b) const {
   return kNoDimension;
 }
 
+uint32_t Topology::highest_differing_dimension(Rank a, Rank b) const {
+  uint32_t highest = kNoDimension;
+  for (uint32_t dim = 0; dim < dims_.size(); ++dim) {
+    const uint32_t size = dims_[dim].spec.size;
+    if (a % size != b % size) highest = dim;
+    a /= size;
+    b /= size;
+  }
+  return highest;
+}
+
 uint32_t Topology::hops(uint32_t dim, uint32_t from, uint32_t to) const {
   if (from == to) return 0;
   const Dimension& spec = dims_[dim].spec;

@@ -97,6 +97,20 @@ class Topology {
   }
   // The lowest dimension in which `a` and `b` differ, or kNoDimension when a == b.
   uint32_t lowest_differing_dimension(Rank a, Rank b) const;
+  // The dimension that times a message from `a` to `b` in the analytical models (kNoDimension
+  // when a == b): the lowest differing one, as ASTRA-sim's congestion-unaware backend does, or,
+  // with set_charge_highest(true), the highest: a message between ranks of two nodes then pays
+  // the network between the nodes even when the ranks also differ inside them (a flat ring over
+  // a data-parallel group with tensor parallelism below the node size: every other hop leaves
+  // the node). O(dimensions).
+  uint32_t charged_dimension(Rank a, Rank b) const {
+    return charge_highest_ ? highest_differing_dimension(a, b) : lowest_differing_dimension(a, b);
+  }
+  uint32_t highest_differing_dimension(Rank a, Rank b) const;
+  // Off (the default) is ASTRA-sim's rule; routing (next_hop) goes lowest dimension first either
+  // way. Set before the topology is copied into backends and models.
+  void set_charge_highest(bool on) { charge_highest_ = on; }
+  bool charge_highest() const { return charge_highest_; }
 
   // Links crossed inside one group of `dim` from coordinate `from` to `to` (0 when equal): Ring the
   // shorter way round, FullyConnected 1, Switch 2.
@@ -154,6 +168,7 @@ class Topology {
   uint32_t rank_count_ = 0;
   uint32_t switch_count_ = 0;
   uint64_t link_count_ = 0;
+  bool charge_highest_ = false;
 };
 
 template <class Visit>

@@ -576,6 +576,7 @@ Expected<std::shared_ptr<const net::NetworkDescription>> degrade_links(
     }
     Expected<net::Topology> topology = net::Topology::create(std::move(dims));
     if (!topology) return topology.error();
+    topology->set_charge_highest(network->logical.charge_highest());
     description->logical = std::move(*topology);
     return std::shared_ptr<const net::NetworkDescription>(std::move(description));
   }

@@ -149,7 +149,7 @@ uint32_t aligned_dims(const std::vector<Rank>& ranks, const net::Topology& topol
 // The analytical delay's geometry: the lowest dimension in which the endpoints differ and the
 // hops there.
 std::pair<uint32_t, uint32_t> geometry(const net::Topology& topology, Rank src, Rank dst) {
-  const uint32_t dim = topology.lowest_differing_dimension(src, dst);
+  const uint32_t dim = topology.charged_dimension(src, dst);
   if (dim == net::kNoDimension) return {dim, 0};
   return {dim, topology.hops(dim, topology.coordinate(src, dim), topology.coordinate(dst, dim))};
 }

@@ -187,6 +187,15 @@ Expected<Scenario> load_scenario(const ScenarioFiles& files, RunSettings setting
                                 : net::load_network_file(files.network);
   if (!network) return network.error();
   const uint32_t ranks = network->logical.rank_count();
+  if (files.charge_highest_dimension) {
+    if (network->graph != nullptr) {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "{}: --message-dimension applies to ASTRA-sim networks; a graph topology "
+                         "routes every message over its own links",
+                         files.network);
+    }
+    network->logical.set_charge_highest(true);
+  }
 
   Expected<sys::SystemConfig> system = files.system_config
                                            ? Expected<sys::SystemConfig>(*files.system_config)

@@ -73,6 +73,9 @@ struct ScenarioFiles {
   std::shared_ptr<const net::NetworkDescription> network_description;
   std::string perturbation;  // `--perturb` file ("" = none; sim/perturbation.h)
   PresetLoader presets;      // for its hardware entries that name presets
+  // Time a message whose ranks differ in several dimensions on the highest of them
+  // (net::Topology::charged_dimension), not the lowest as ASTRA-sim does. ASTRA-sim networks only.
+  bool charge_highest_dimension = false;
 };
 
 class Scenario {

@@ -517,6 +517,7 @@ ScenarioFiles scenario_files(const RunConfig& config) {
   files.network_description = config.network_description;
   files.perturbation = config.perturbation;
   files.presets = config.presets;
+  files.charge_highest_dimension = config.charge_highest_dimension;
   return files;
 }
 

@@ -67,6 +67,9 @@ struct RunConfig {
   std::shared_ptr<const net::NetworkDescription> network_description;
   std::string perturbation;  // `--perturb` file ("" = none; sim/perturbation.h)
   PresetLoader presets;      // for its hardware entries that name presets
+  // `--message-dimension highest`: a message whose ranks differ in several dimensions is timed
+  // on the highest (net::Topology::charged_dimension); ASTRA-sim networks only.
+  bool charge_highest_dimension = false;
 };
 
 // Traffic of one network dimension over the whole run.

@@ -188,7 +188,7 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::partner_links(
     if (added) {
       Hops hops;
       for (const auto& [src, dst] : *pairs) {
-        const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
+        const uint32_t dim = topology_->charged_dimension(src, dst);
         if (dim == net::kNoDimension) continue;
         walk(src, dim, topology_->coordinate(dst, dim), hops);
       }
@@ -323,7 +323,7 @@ std::map<net::LinkId, MirrorTraffic::PartnerLink> MirrorTraffic::route_totals_li
   };
   for (const auto& [pairs, totals] : route_totals_) {
     for (const auto& [src, dst] : *pairs) {
-      const uint32_t dim = topology_->lowest_differing_dimension(src, dst);
+      const uint32_t dim = topology_->charged_dimension(src, dst);
       if (dim != net::kNoDimension) charge(totals, src, dim, topology_->coordinate(dst, dim));
     }
   }

@@ -113,6 +113,30 @@ TEST(DimensionFailures, a_message_goes_at_what_survives_on_its_route_or_is_held)
   EXPECT_EQ(Bandwidth::from_gbps(50).scaled(0), Bandwidth::from_nano_gbps(0));
 }
 
+TEST(AnalyticalBackend, with_the_highest_rule_a_message_leaving_the_node_pays_the_network) {
+  // 0 -> 5 on Ring(4) x Switch(2): [0,0] -> [1,1]. ASTRA-sim's rule times it on the Ring; the
+  // highest rule on the Switch: 2 hops of 1,000 ns and 4 KiB at 25 GB/s.
+  Topology topology = topology_from_yaml(
+      "topology: [ Ring, Switch ]\nnpus_count: [ 4, 2 ]\nbandwidth: [ 100, 25 ]\n"
+      "latency: [ 10, 1000 ]\n");
+  EXPECT_EQ(topology.charged_dimension(0, 5), 0u);
+  topology.set_charge_highest(true);
+  EXPECT_EQ(topology.charged_dimension(0, 5), 1u);
+  EXPECT_EQ(topology.charged_dimension(0, 1), 0u);  // inside the node either way
+  EXPECT_EQ(topology.charged_dimension(3, 3), kNoDimension);
+  const SimTime expected =
+      SimTime::from_ns(2 * 1000) + Bandwidth::from_gbps(25).serialization_time(4096);
+  EXPECT_EQ(analytical_delay(topology, 0, 5, 4096), expected);
+  EXPECT_EQ(testing::lone_message_time("analytical", topology, 0, 5, 4096), expected);
+  // Its link statistics are the source's links in that dimension: up to and down from switch.
+  Network network("analytical", topology);
+  network.backend->send(0, 5, 4096, 1);
+  (void)network.engine.run();
+  const std::vector<LinkStats> stats = network.backend->link_stats();
+  ASSERT_EQ(stats.size(), 2u);
+  for (const LinkStats& link : stats) EXPECT_EQ(link.dimension, 1u);
+}
+
 TEST(AnalyticalBackend, messages_sharing_a_link_do_not_slow_each_other) {
   const Topology topology =
       topology_from_yaml(one_dimension_yaml("FullyConnected", 4, "50", "500"));

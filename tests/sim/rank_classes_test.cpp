@@ -543,8 +543,11 @@ std::optional<SuiteCase> random_case(std::mt19937_64& rng) {
   out.inputs.settings.backend_options.rounding =
       pick(rng, 0, 1) ? net::TimeRounding::kAstraSim : net::TimeRounding::kExact;
   out.inputs.settings.threads = 1;
-  out.description = fmt::format("{}\n{} backend\n{}{}", plan->description,
-                                out.inputs.settings.backend, out.inputs.network, out.inputs.system);
+  out.inputs.charge_highest = pick(rng, 0, 3) == 0;  // --message-dimension highest
+  out.description =
+      fmt::format("{}\n{} backend{}\n{}{}", plan->description, out.inputs.settings.backend,
+                  out.inputs.charge_highest ? ", highest dimension" : "", out.inputs.network,
+                  out.inputs.system);
   out.inputs.groups = plan->groups;
   return out;
 }

@@ -90,7 +90,8 @@ struct RunInputs {
   sim::RunSettings settings;
   // Communicator groups given as they are (a generator's), instead of comm_groups' text.
   std::shared_ptr<const chakra::CommGroups> groups;
-  std::string perturbation;  // perturbation YAML ("" = none), read as "perturb.yml"
+  std::string perturbation;     // perturbation YAML ("" = none), read as "perturb.yml"
+  bool charge_highest = false;  // net::Topology::set_charge_highest on the network
 };
 
 inline Expected<sim::Scenario> make_scenario(const RunInputs& in) {
@@ -102,6 +103,7 @@ inline Expected<sim::Scenario> make_scenario(const RunInputs& in) {
   inputs.system = std::make_shared<const sys::SystemConfig>(std::move(*system));
   Expected<net::NetworkDescription> network = net::parse_network_yaml(in.network, "net.yml");
   if (!network) return network.error();
+  network->logical.set_charge_highest(in.charge_highest);
   const uint32_t ranks = network->logical.rank_count();
   inputs.network = std::make_shared<const net::NetworkDescription>(std::move(*network));
   inputs.network_name = "net.yml";
