@@ -132,9 +132,9 @@ MemoryPlan plan_memory(const SweepSpec& spec, const SweepPoint& point) {
 // The scenario of a point: its network and system, as ASTRA-sim's files would say them.
 // ---------------------------------------------------------------------------------------------
 
-std::string network_yaml(const ClusterPoint& c) {
+std::string network_yaml(const std::vector<DimensionPoint>& dims) {
   std::vector<std::string> kinds, sizes, bws, lats;
-  for (const DimensionPoint& d : c.network) {
+  for (const DimensionPoint& d : dims) {
     kinds.push_back(d.topology);
     sizes.push_back(std::to_string(d.size));
     bws.push_back(fmt::format("{:.17g}", d.bandwidth_gbps));
@@ -145,9 +145,15 @@ std::string network_yaml(const ClusterPoint& c) {
                      fmt::join(lats, ", "));
 }
 
-std::string system_json(const SweepSpec& spec, const ClusterPoint& c) {
+// Links of a dimension of `kind` and `size` over `ranks` (network/topology.h's numbering).
+uint64_t dimension_links(const std::string& kind, uint64_t size, uint64_t ranks) {
+  return kind == "FullyConnected" ? ranks * (size - 1) : 2 * ranks;
+}
+
+std::string system_json(const SweepSpec& spec, const ClusterPoint& c,
+                        const std::vector<size_t>& original) {
   std::vector<std::string> reduce, a2a;
-  for (size_t d = 0; d < c.network.size(); ++d) {
+  for (size_t d : original) {
     reduce.push_back(fmt::format("\"{}\"", spec.network[d].all_reduce));
     a2a.push_back(fmt::format("\"{}\"", spec.network[d].all_to_all));
   }
@@ -164,8 +170,11 @@ std::string system_json(const SweepSpec& spec, const ClusterPoint& c) {
 }
 
 // What the simulation of a point depends on besides its workload.
+// (Points sharing a simulation share a workload, so the cuts are the same for all of them.)
 std::string simulation_key(const SweepSpec& spec, const ClusterPoint& c) {
-  return system_json(spec, c) + network_yaml(c);
+  std::vector<size_t> original(c.network.size());
+  for (size_t d = 0; d < original.size(); ++d) original[d] = d;
+  return system_json(spec, c, original) + network_yaml(c.network);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,6 +331,7 @@ struct Workload {
   std::vector<uint32_t> watched;  // one rank per pipeline stage (DLRM: a few spread out)
   uint32_t stages = 1;
   bool dlrm = false;
+  std::vector<uint64_t> boundaries;  // ranks in each nested group of the layout (split_network)
 };
 
 Expected<Workload> build_workload(const SweepSpec& spec, const SweepPoint& point, size_t threads) {
@@ -358,6 +368,11 @@ Expected<Workload> build_workload(const SweepSpec& spec, const SweepPoint& point
   const gen::LlmGroups& groups = generator->groups();
   for (uint32_t id = 1; id <= groups.count(); ++id)
     w.group_kinds.push_back(kind_of(groups.kind(id)));
+  const gen::ParallelPlan& layout = generator->plan();
+  // rank = tp + T (cp + C (dp + D pp)), expert groups of ep consecutive data-parallel indices.
+  w.boundaries = {uint64_t{layout.tp}, uint64_t{layout.tp} * layout.cp,
+                  uint64_t{layout.tp} * layout.cp * layout.ep,
+                  uint64_t{layout.tp} * layout.cp * layout.dp};
   w.stages = generator->plan().pp;
   for (uint32_t p = 0; p < w.stages; ++p) {
     w.watched.push_back(gen::rank_of(generator->plan(), {0, 0, 0, p}));
@@ -367,14 +382,15 @@ Expected<Workload> build_workload(const SweepSpec& spec, const SweepPoint& point
 
 SimOutcome simulate_point(const SweepSpec& spec, const Workload& w, const ClusterPoint& c) {
   SimOutcome out;
+  const SplitNetwork parts = split_network(c.network, w.boundaries);
   Expected<net::NetworkDescription> network =
-      net::parse_network_yaml(network_yaml(c), "sweep network");
+      net::parse_network_yaml(network_yaml(parts.dims), "sweep network");
   if (!network) {
     out.error = network.error().message();
     return out;
   }
   Expected<sys::SystemConfig> system =
-      sys::parse_system_config("sweep system", system_json(spec, c));
+      sys::parse_system_config("sweep system", system_json(spec, c, parts.original));
   if (!system) {
     out.error = system.error().message();
     return out;
@@ -403,8 +419,15 @@ SimOutcome simulate_point(const SweepSpec& spec, const Workload& w, const Cluste
   }
   out.end_ns = result->end.ns();
   out.events = result->events;
-  for (const sim::DimensionSummary& d : result->dimensions) {
-    out.dim_utilization.push_back(d.utilization(result->end));
+  // Per dimension of the point: the busy time of its parts over its own links.
+  std::vector<SimTime> busy(c.network.size());
+  for (size_t k = 0; k < result->dimensions.size(); ++k)
+    busy[parts.original[k]] += result->dimensions[k].busy;
+  for (size_t d = 0; d < c.network.size(); ++d) {
+    sim::DimensionSummary whole;
+    whole.busy = busy[d];
+    whole.links = dimension_links(c.network[d].topology, c.network[d].size, c.accelerators);
+    out.dim_utilization.push_back(whole.utilization(result->end));
   }
   // The slowest watched rank (a symmetric run simulates rank 0 for all).
   size_t critical = 0;
@@ -494,6 +517,36 @@ PointResult finish(const SweepSpec& spec, const SweepPoint& point, const MemoryP
 }
 
 }  // namespace
+
+SplitNetwork split_network(const std::vector<DimensionPoint>& network,
+                           const std::vector<uint64_t>& boundaries) {
+  SplitNetwork out;
+  uint64_t stride = 1;
+  for (size_t d = 0; d < network.size(); ++d) {
+    const DimensionPoint& dim = network[d];
+    std::vector<uint64_t> cuts;  // inside the dimension, as coordinate counts, ascending
+    if (dim.topology != "Ring") {
+      for (uint64_t b : boundaries) {
+        if (b <= stride || b >= stride * dim.size || b % stride != 0) continue;
+        const uint64_t cut = b / stride;
+        if (dim.size % cut != 0) continue;
+        if (!cuts.empty() && cut % cuts.back() != 0) continue;  // parts must nest
+        if (cuts.empty() || cut > cuts.back()) cuts.push_back(cut);
+      }
+    }
+    uint64_t below = 1;
+    cuts.push_back(dim.size);
+    for (uint64_t cut : cuts) {
+      DimensionPoint part = dim;
+      part.size = static_cast<uint32_t>(cut / below);
+      out.dims.push_back(part);
+      out.original.push_back(d);
+      below = cut;
+    }
+    stride *= dim.size;
+  }
+  return out;
+}
 
 std::string_view point_status_name(PointStatus status) {
   switch (status) {

@@ -4,9 +4,10 @@
 // budget, the memory (gen/memory_estimate.h with the offload set; docs/models/sweep.md), and only
 // then the simulation: the workload generated in memory (gen::build_llm_traces or
 // gen::build_dlrm_traces), a Scenario of that trace set on the point's network (ASTRA-sim
-// dimensions) and system (roofline at peak x efficiency with the HBM bandwidth), run by
-// sim::simulate, which picks the fastest exact mode it can prove (one representative rank for
-// symmetric runs; classes of ranks as sim/ learns them). The result depends on the point alone.
+// dimensions, cut at the plan's groups: split_network below) and system (roofline at peak x
+// efficiency with the HBM bandwidth), run by sim::simulate, which picks the fastest exact mode it
+// can prove (one representative rank for symmetric runs; classes of ranks as sim/ learns them). The
+// result depends on the point alone.
 //
 // Points that share a workload (the same model and plan on clusters that differ in anything but
 // the accelerator count) form a *unit*: evaluate_unit generates the trace set once and builds one
@@ -75,5 +76,24 @@ std::vector<PointResult> evaluate_unit(const SweepSpec& spec,
 
 // One point alone: precheck, then its unit of one.
 PointResult evaluate_point(const SweepSpec& spec, const SweepPoint& point, size_t threads = 1);
+
+// A point's network as the simulation sees it: each Switch or FullyConnected dimension cut where
+// a group of the plan ends inside it (`boundaries`: rank counts of the layout's nested groups,
+// ascending: tp, tp x cp, tp x cp x ep, tp x cp x dp), into dimensions of the same kind,
+// bandwidth and latency. A message keeps its delay (2 hops on a switch, 1 on a full mesh, in
+// whichever part), and every group whose ranks the cuts align with becomes a sub-grid, so its
+// collectives run dimension by dimension (the hierarchical algorithms) instead of as one ring.
+// Why: ASTRA-sim's analytical model times a message whose ranks differ in several dimensions on
+// the lowest (docs/network.md), so without the cuts a data-parallel ring with tp 4 on 8-GPU nodes
+// would cross nodes in hops timed on the node's switch and never pay for the network between
+// nodes. Rings are not cut (their hop counts would change); a cut that does not divide the
+// dimension, or does not nest in the cut below it, is left out.
+struct SplitNetwork {
+  std::vector<DimensionPoint> dims;
+  std::vector<size_t>
+      original;  // per dimension of `dims`: the dimension of `network` it is part of
+};
+SplitNetwork split_network(const std::vector<DimensionPoint>& network,
+                           const std::vector<uint64_t>& boundaries);
 
 }  // namespace orrery::design

@@ -193,6 +193,85 @@ TEST(Sweep, DlrmShardingPlans) {
   std::filesystem::remove(db);
 }
 
+// The cuts fall where a group of the plan ends inside a Switch or FullyConnected dimension, nest,
+// and keep each part's kind, bandwidth and latency; rings and cuts that do not divide are left.
+TEST(SweepNetwork, CutsFallWhereThePlansGroupsEndInsideADimension) {
+  const DimensionPoint node{"Switch", 8, 300, 700}, fabric{"Switch", 128, 25, 3000};
+  const auto sizes = [](const SplitNetwork& s) {
+    std::vector<uint32_t> out;
+    for (const DimensionPoint& d : s.dims) out.push_back(d.size);
+    return out;
+  };
+  // tp 4, dp 256 on 8-GPU nodes: the data-parallel group is 2 in the node x 128 nodes.
+  const SplitNetwork dp = split_network({node, fabric}, {4, 4, 4, 1024});
+  EXPECT_EQ(sizes(dp), (std::vector<uint32_t>{4, 2, 128}));
+  EXPECT_EQ(dp.original, (std::vector<size_t>{0, 0, 1}));
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(dp.dims[k].topology, "Switch");
+    EXPECT_EQ(dp.dims[k].bandwidth_gbps, 300);
+    EXPECT_EQ(dp.dims[k].latency_ns, 700);
+  }
+  EXPECT_EQ(dp.dims[2].bandwidth_gbps, 25);
+  // tp 2, cp 2: two cuts in the node; the last boundary is the whole fabric (no cut).
+  EXPECT_EQ(sizes(split_network({node, fabric}, {2, 4, 4, 1024})),
+            (std::vector<uint32_t>{2, 2, 2, 128}));
+  // Groups that fill the node: nothing to cut. tp 16 ends inside the fabric: it is cut there.
+  EXPECT_EQ(sizes(split_network({node, fabric}, {8, 8, 8, 1024})), (std::vector<uint32_t>{8, 128}));
+  EXPECT_EQ(sizes(split_network({node, fabric}, {16, 16, 16, 1024})),
+            (std::vector<uint32_t>{8, 2, 64}));
+  // A ring keeps its hops; 3 does not divide 8; 6 does not nest in 4.
+  EXPECT_EQ(sizes(split_network({{"Ring", 8, 300, 700}, fabric}, {4, 4, 4, 1024})),
+            (std::vector<uint32_t>{8, 128}));
+  EXPECT_EQ(sizes(split_network({node, fabric}, {3, 3, 3, 1024})), (std::vector<uint32_t>{8, 128}));
+  EXPECT_EQ(sizes(split_network({{"FullyConnected", 12, 300, 700}}, {4, 6, 6, 12})),
+            (std::vector<uint32_t>{4, 3}));
+}
+
+// With tp 4 on 8-GPU nodes the data-parallel ring leaves the node; its time depends on the
+// network between nodes, which carries its traffic. (Unsplit, ASTRA-sim's lowest-dimension rule
+// would time those hops on the node's switch: the same time at any fabric bandwidth, 0 use.)
+TEST(Sweep, DataParallelGroupsAcrossNodesPayTheNetworkBetweenThem) {
+  const std::string text =
+      "workload: {llm: small_model.json, global_batch: 16}\n"
+      "cluster:\n"
+      "  accelerators: 32\n"
+      "  peak_tflops: 312\n"
+      "  hbm_capacity: 80GiB\n"
+      "  hbm_bandwidth: 2039\n"
+      "  network:\n"
+      "    - {topology: Switch, size: 8, bandwidth: 300, latency: 700}\n"
+      "    - {topology: Switch, size: rest, bandwidth: [5, 50], latency: 3000}\n"
+      "plan: {tp: [4], pp: [1], micro_batch: [1], zero: [1, 3]}\n";
+  const std::string file = std::string(ORRERY_TEST_DATA_DIR) + "/sweep/split.yml";
+  Expected<SweepSpec> spec = parse_sweep_file(file, text);
+  ASSERT_TRUE(spec) << spec.error().message();
+  Expected<std::vector<SweepPoint>> points = expand_sweep(*spec);
+  ASSERT_TRUE(points);
+  ASSERT_EQ(points->size(), 4u);
+  std::vector<PointResult> rows;
+  for (const SweepPoint& point : *points) {
+    rows.push_back(evaluate_point(*spec, point));
+    ASSERT_EQ(rows.back().status, PointStatus::kOk) << rows.back().reason;
+    EXPECT_EQ(point.plan.dp, 8u);
+    ASSERT_EQ(rows.back().dim_utilization.size(), 2u);
+    EXPECT_GT(rows.back().dim_utilization[1], 0.0) << point.id;
+    EXPECT_LE(rows.back().dim_utilization[1], 1.0) << point.id;
+  }
+  const auto at = [&](uint32_t zero, double gbps) -> const PointResult& {
+    for (size_t i = 0; i < points->size(); ++i)
+      if ((*points)[i].plan.zero == zero && (*points)[i].cluster.network[1].bandwidth_gbps == gbps)
+        return rows[i];
+    ADD_FAILURE() << "no point with zero " << zero << " at " << gbps;
+    return rows[0];
+  };
+  const size_t dp = static_cast<size_t>(CommKind::kData);
+  for (uint32_t zero : {1u, 3u}) {
+    EXPECT_GT(at(zero, 5).iteration_ns, at(zero, 50).iteration_ns) << zero;
+    EXPECT_GT(at(zero, 5).exposed_ns[dp], at(zero, 50).exposed_ns[dp]) << zero;
+    EXPECT_EQ(at(zero, 5).compute_ns, at(zero, 50).compute_ns) << zero;
+  }
+}
+
 // Every bad file: the message names the file and the line of the mistake.
 struct BadFile {
   const char* text;
