@@ -75,7 +75,7 @@ TEST(SweepCli, MpiRunWritesTheSameRows) {
 }
 
 // The bundled sweeps read and count as docs/models/sweep.md says: the GPT-3 175B sweep (3,168
-// points, 312 refused by the rules) and the Transformer-1T study (576, every one valid).
+// points, 312 refused by the rules) and the Transformer-1T studies (576 and 144, every one valid).
 TEST(SweepCli, BundledSweepsCountTheirPoints) {
   const std::string examples = std::string(ORRERY_TEST_DATA_DIR) + "/../../examples/sweep/";
   CommandResult r = run_orrery({"sweep", examples + "gpt3_175b_1024.yml", "--count"});
@@ -86,6 +86,11 @@ TEST(SweepCli, BundledSweepsCountTheirPoints) {
   r = run_orrery({"sweep", examples + "transformer_1t.yml", "--count"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("transformer-1t: 576 points (0 refused by the rules)"), std::string::npos)
+      << r.out;
+  r = run_orrery({"sweep", examples + "transformer_1t_tight.yml", "--count"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("transformer-1t-tight: 144 points (0 refused by the rules)"),
+            std::string::npos)
       << r.out;
 }
 
