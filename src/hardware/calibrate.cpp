@@ -347,6 +347,7 @@ std::string compute_block_yaml(const CalibrationFit& fit, const std::string& sou
   out += fmt::format("  tile_n: {}\n", m.tile_n);
   out += fmt::format("  memory_efficiency: {:.4f}\n", m.memory_efficiency);
   out += fmt::format("  launch_us: {:.3f}\n", m.launch_us);
+  if (m.comm_sms != 0) out += fmt::format("  comm_sms: {}\n", m.comm_sms);
   return out;
 }
 

@@ -186,7 +186,7 @@ Status read_compute(const Reader& in, const YAML::Node& map, sys::ComputeModel& 
   constexpr std::string_view w = "compute";
   if (Status s = in.keys(map, w,
                          {"gemm_efficiency", "gemm_k_half", "sms", "tile_m", "tile_n",
-                          "memory_efficiency", "launch_us"});
+                          "memory_efficiency", "launch_us", "comm_sms"});
       !s) {
     return s;
   }
@@ -204,6 +204,12 @@ Status read_compute(const Reader& in, const YAML::Node& map, sys::ComputeModel& 
   ORRERY_TRY(out.memory_efficiency,
              in.number(map, w, "memory_efficiency", 0.01, 1, false, out.memory_efficiency));
   ORRERY_TRY(out.launch_us, in.number(map, w, "launch_us", 0, 1e6, false, out.launch_us));
+  ORRERY_TRY(out.comm_sms, in.whole(map, w, "comm_sms", 0, 100000, false, out.comm_sms));
+  if (out.comm_sms >= out.sms) {
+    return in.fail(map["comm_sms"], "compute.comm_sms",
+                   fmt::format("{} SMs held while communicating leave none of the {} to compute",
+                               out.comm_sms, out.sms));
+  }
   return Status::ok();
 }
 

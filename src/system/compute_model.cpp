@@ -53,6 +53,15 @@ double kernel_seconds(const ComputeModel& model, uint64_t flops, uint64_t bytes)
   return model.launch_us * 1e-6 + std::max(compute, memory_seconds(model, bytes));
 }
 
+ComputeModel while_communicating(const ComputeModel& model) {
+  if (model.comm_sms == 0 || model.sms == 0) return model;
+  ComputeModel out = model;
+  out.sms = model.comm_sms < model.sms ? model.sms - model.comm_sms : 1;
+  out.peak_tflops = model.peak_tflops * out.sms / model.sms;
+  out.comm_sms = 0;
+  return out;
+}
+
 SimTime compute_model_time(const ComputeModel& model, uint64_t flops, uint64_t bytes,
                            const GemmShape* shape) {
   const double seconds = shape != nullptr && shape->valid()
@@ -73,9 +82,11 @@ std::string describe(const ComputeModel& model) {
                          : fmt::format("{} SMs, tile {}x{}", model.sms, model.tile_m, model.tile_n);
   return fmt::format(
       "GEMM {:.3g}% of {:.6g} TFLOP/s (k half {:.4g}, {}), memory {:.3g}% of {:.6g} GB/s, "
-      "launch {:.3g} us",
+      "launch {:.3g} us{}",
       model.gemm_efficiency * 100, model.peak_tflops, model.gemm_k_half, tile,
-      model.memory_efficiency * 100, model.hbm_gbps, model.launch_us);
+      model.memory_efficiency * 100, model.hbm_gbps, model.launch_us,
+      model.comm_sms == 0 ? std::string()
+                          : fmt::format(", {} SMs held while communicating", model.comm_sms));
 }
 
 }  // namespace orrery::sys

@@ -19,6 +19,12 @@
 //
 // Times are whole picoseconds, rounded down; zero FLOPs and zero bytes take only the launch. The
 // model is a pure function of its parameters: deterministic, and monotone in flops and bytes.
+//
+// While the rank communicates, the collective library's kernels hold `comm_sms` of the SMs (NCCL
+// runs one thread block per channel, each on an SM of its own, for as long as the collective or
+// send/receive is in flight, waiting included): a kernel then runs on the others, with their share
+// of the peak and waves of that many tiles (while_communicating). Memory-bound kernels keep the
+// HBM bandwidth (the library's own HBM traffic is not modelled).
 #pragma once
 
 #include <cstdint>
@@ -39,8 +45,13 @@ struct ComputeModel {
   uint32_t tile_n = 128;
   double memory_efficiency = 0.85;  // fraction of HBM bandwidth memory-bound kernels reach
   double launch_us = 4.0;           // fixed cost per kernel (launch and tail), microseconds
+  uint32_t comm_sms = 0;  // SMs the collective library holds while the rank communicates (< sms)
   bool operator==(const ComputeModel&) const = default;
 };
+
+// The model of a kernel that runs while the rank communicates: sms - comm_sms SMs, the peak
+// scaled by their share. The model itself when comm_sms is 0.
+ComputeModel while_communicating(const ComputeModel& model);
 
 // A GEMM's shape: batch products of (m x k) by (k x n). All zero: not a GEMM.
 struct GemmShape {

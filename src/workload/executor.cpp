@@ -105,6 +105,10 @@ WorkloadExecutor::WorkloadExecutor(EventEngine& engine, std::vector<const TraceG
   profiles_.push_back({options_.roofline, options_.peak_perf_tflops, options_.local_mem_bw,
                        options_.compute_model});
   profiles_.insert(profiles_.end(), options_.profiles.begin(), options_.profiles.end());
+  comm_slows_ = !options_.replay_only &&
+                std::any_of(profiles_.begin(), profiles_.end(), [](const ComputeProfile& p) {
+                  return p.roofline && p.compute_model && p.compute_model->comm_sms > 0;
+                });
   ranks_.resize(graphs.size());
   // Ranks whose graphs share their structure (the same graph, or graphs derived from one another:
   // chakra/trace_set_loader.h) share dependency edges, and with their compute profile resolved
@@ -174,9 +178,36 @@ void WorkloadExecutor::account(RankState& state) {
   if (computing || communicating || active(Activity::kMemory)) state.result.busy += elapsed;
 }
 
+bool WorkloadExecutor::communicating(const RankState& state) {
+  return state.active[static_cast<size_t>(Activity::kCollective)] +
+             state.active[static_cast<size_t>(Activity::kSend)] +
+             state.active[static_cast<size_t>(Activity::kRecv)] >
+         0;
+}
+
+void WorkloadExecutor::retime_kernel(RankState& state) {
+  RankState::Kernel& k = state.kernel;
+  const SimTime now = engine_.now();
+  const SimTime rate = k.slowed ? k.slow : k.fast;
+  if (rate.ps() > 0) {
+    k.left -= static_cast<double>((now - k.since).ps()) / static_cast<double>(rate.ps());
+  }
+  k.left = std::clamp(k.left, 0.0, 1.0);
+  k.slowed = !k.slowed;
+  k.since = now;
+  const SimTime next = k.slowed ? k.slow : k.fast;
+  const SimTime rest =
+      SimTime::from_ps(saturating_round_i64(k.left * static_cast<double>(next.ps())));
+  k.end = now + rest;
+  // The earlier end event stays queued; handle_event drops it (its time is not k.end).
+  (void)engine_.schedule_after(rest, id_, kWorkDone, pack(state.result.rank, k.node));
+}
+
 void WorkloadExecutor::begin(RankState& state, NodeIndex node, Activity activity) {
   account(state);
+  const bool was_communicating = state.kernel.tracked && communicating(state);
   ++state.active[static_cast<size_t>(activity)];
+  if (state.kernel.tracked && was_communicating != communicating(state)) retime_kernel(state);
   state.flags[node].activity = static_cast<uint8_t>(activity) & 7u;
   state.started.emplace_back(node, engine_.now());
   if (!observers_.empty()) {
@@ -190,7 +221,9 @@ void WorkloadExecutor::end(Rank rank, NodeIndex node) {
   if (state.flags[node].activity == kNoActivity) return;
   const auto activity = static_cast<Activity>(state.flags[node].activity);
   account(state);
+  const bool was_communicating = state.kernel.tracked && communicating(state);
   --state.active[static_cast<size_t>(activity)];
+  if (state.kernel.tracked && was_communicating != communicating(state)) retime_kernel(state);
   state.flags[node].activity = kNoActivity;
   auto found = std::find_if(state.started.begin(), state.started.end(),
                             [node](const auto& entry) { return entry.first == node; });
@@ -268,8 +301,24 @@ SimTime WorkloadExecutor::perturbed(Rank rank, NodeIndex node, SimTime time) con
   return SimTime::from_ps(saturating_round_i64(static_cast<double>(time.ps()) * factor));
 }
 
+Expected<SimTime> WorkloadExecutor::communicating_compute_time(Rank rank, NodeIndex node) const {
+  const RankState& state = ranks_[rank];
+  if (!state.profile->compute_model || state.profile->compute_model->comm_sms == 0) {
+    return compute_time(state, node, false);
+  }
+  const sys::ComputeModel model = sys::while_communicating(*state.profile->compute_model);
+  Expected<SimTime> time = unscaled_compute_time(state, node, false, &model);
+  if (time && options_.compute_scale != 1.0) {
+    time = SimTime::from_ps(
+        saturating_round_i64(static_cast<double>(time->ps()) * options_.compute_scale));
+  }
+  if (time && perturbed_) time = perturbed(rank, node, *time);
+  return time;
+}
+
 Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state, NodeIndex node,
-                                                          bool cpu) const {
+                                                          bool cpu,
+                                                          const sys::ComputeModel* model) const {
   const TraceGraph& graph = *state.graph;
   const ComputeProfile& profile = *state.profile;
   if (cpu || options_.replay_only || !profile.roofline) return replay_time(graph, node);
@@ -290,8 +339,8 @@ Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state
       if (!value) return value.error();
       if (value->has_value()) *out[idx] = **value;
     }
-    return sys::compute_model_time(*profile.compute_model, **flops, bytes->value_or(0),
-                                   shape.valid() ? &shape : nullptr);
+    return sys::compute_model_time(model != nullptr ? *model : *profile.compute_model, **flops,
+                                   bytes->value_or(0), shape.valid() ? &shape : nullptr);
   }
   return roofline_time(**flops, bytes->value_or(0), profile.peak_perf_tflops, profile.local_mem_bw);
 }
@@ -366,9 +415,27 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
     begin(state, node, cpu ? Activity::kCpu : Activity::kCompute);
     if (cpu) {
       state.result.cpu_compute += *time;
-    } else {
-      state.result.gpu_compute += *time;
+      finish_after(*time);
+      return true;
     }
+    if (comm_slows_) {
+      Expected<SimTime> slow = communicating_compute_time(rank, node);
+      if (!slow) {
+        fail(slow.error().with_context(where()));
+        return false;
+      }
+      if (*slow != *time) {
+        RankState::Kernel& k = state.kernel;
+        k = {node,  true, communicating(state), 1.0, engine_.now(), engine_.now(), {}, *time,
+             *slow, {}};
+        k.counted = k.slowed ? k.slow : k.fast;
+        k.end = engine_.now() + k.counted;
+        state.result.gpu_compute += k.counted;
+        finish_after(k.counted);
+        return true;
+      }
+    }
+    state.result.gpu_compute += *time;
     finish_after(*time);
     return true;
   }
@@ -569,6 +636,15 @@ void WorkloadExecutor::handle_event(const Event& event) {
   if (failure_) return;
   const auto rank = static_cast<Rank>(event.arg >> 32);
   const auto node = static_cast<NodeIndex>(event.arg & 0xffffffffu);
+  RankState& state = ranks_[rank];
+  if (state.kernel.tracked && state.kernel.node == node) {
+    // A retimed kernel's earlier end is dropped; at its end, gpu_compute gets what it took.
+    if (engine_.now() != state.kernel.end) return;
+    state.kernel.tracked = false;
+    state.result.gpu_compute += (engine_.now() - state.kernel.start) - state.kernel.counted;
+  } else if (state.flags[node].issued != kInFlight) {
+    return;  // a retimed kernel's later end, after it completed at the same instant
+  }
   end(rank, node);
   complete(rank, node);
   pump(rank);

@@ -207,6 +207,18 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
     RankResult result;
     uint32_t active[kActivityCount] = {};
     SimTime last_change;
+    // The GPU kernel in flight whose time depends on communication (compute model comm_sms; one
+    // at a time: the compute slot). Its work goes at the rate of `fast` or, while the rank
+    // communicates, of `slow`; each change of that retimes the rest of it.
+    struct Kernel {
+      chakra::NodeIndex node = 0;
+      bool tracked = false;
+      bool slowed = false;  // running beside communication now
+      double left = 1;      // fraction of its work left at `since`
+      SimTime start, since, end;
+      SimTime fast, slow;  // the whole kernel alone and beside communication
+      SimTime counted;     // what gpu_compute got at issue
+    } kernel;
   };
 
   void handle_event(const Event& event) override;
@@ -227,8 +239,15 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   Expected<SimTime> compute_time(const RankState& state, chakra::NodeIndex node, bool cpu) const;
   // `time` of `node` on `rank` with the rank's compute factor and the node's noise.
   SimTime perturbed(Rank rank, chakra::NodeIndex node, SimTime time) const;
-  Expected<SimTime> unscaled_compute_time(const RankState& state, chakra::NodeIndex node,
-                                          bool cpu) const;
+  // `model`: the compute model to time by instead of the profile's (nullptr: the profile's).
+  Expected<SimTime> unscaled_compute_time(const RankState& state, chakra::NodeIndex node, bool cpu,
+                                          const sys::ComputeModel* model = nullptr) const;
+  // The time of GPU compute `node` of `rank` beside communication (--compute-scale and the
+  // perturbation applied as to its time alone).
+  Expected<SimTime> communicating_compute_time(Rank rank, chakra::NodeIndex node) const;
+  static bool communicating(const RankState& state);
+  // The rank's communication started or stopped: the tracked kernel's rest goes at the other rate.
+  void retime_kernel(RankState& state);
   // comm_size x --comm-scale; an Error when it passes kMaxBytes (core/checked.h), to which the
   // caller adds the node's place.
   Expected<uint64_t> scaled_bytes(uint64_t bytes) const;
@@ -246,7 +265,8 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   memory::RemoteMemory remote_memory_;  // built from options_.memory: declared after it
   std::optional<Error> failure_;
   size_t finished_ranks_ = 0;
-  bool perturbed_ = false;  // a compute factor is not 1, or there is noise
+  bool perturbed_ = false;   // a compute factor is not 1, or there is noise
+  bool comm_slows_ = false;  // a profile's compute model holds SMs while communicating
 };
 
 }  // namespace orrery::workload

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -108,6 +109,20 @@ TEST(ComputeModel, shipped_presets_carry_their_compute_blocks) {
   ASSERT_TRUE(a100);
   EXPECT_DOUBLE_EQ(a100->compute.gemm_efficiency, 0.89);
   EXPECT_EQ(a100->compute.sms, 108u);
+  // One SM per NCCL channel while communicating.
+  for (const char* name : {"dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200"}) {
+    Expected<hw::HardwarePreset> p = hw::load_preset(name);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->compute.comm_sms, p->nccl.channels) << name;
+  }
+  // Beside communication: 96 of 108 SMs and their share of the peak; the model alone otherwise.
+  const sys::ComputeModel beside = sys::while_communicating(a100->compute);
+  EXPECT_EQ(beside.sms, 96u);
+  EXPECT_DOUBLE_EQ(beside.peak_tflops, a100->compute.peak_tflops * 96 / 108);
+  EXPECT_EQ(beside.comm_sms, 0u);
+  sys::ComputeModel none = a100->compute;
+  none.comm_sms = 0;
+  EXPECT_EQ(sys::while_communicating(none), none);
 }
 
 std::string preset_error(const std::string& compute_block) {
@@ -134,15 +149,20 @@ TEST(ComputeModel, bad_compute_blocks_name_file_line_and_key) {
   EXPECT_CONTAINS(preset_error("  launch_us: -1\n"),
                   "p.yaml:21: key 'compute.launch_us': -1 is out of range");
   EXPECT_CONTAINS(preset_error("  - 1\n"), "p.yaml:21: key 'compute': expected a mapping of keys");
+  EXPECT_CONTAINS(preset_error("  sms: 16\n  comm_sms: 16\n"),
+                  "p.yaml:22: key 'compute.comm_sms': 16 SMs held while communicating leave none "
+                  "of the 16 to compute");
+  EXPECT_EQ(preset_error("  sms: 16\n  comm_sms: 4\n"), "(no error)");
 }
 
 CommandResult orrery(const std::vector<std::string>& args) {
   return run_program(ORRERY_BINARY, args);
 }
 
-// A gen llm trace of 8 data-parallel ranks on one DGX A100: rank 0's compute time is exactly the
-// sum of the model's time for its nodes (nothing overlaps on one compute slot), GEMM nodes carry
-// their shapes.
+// A gen llm trace of 8 data-parallel ranks on one DGX A100: with no SMs held by communication,
+// rank 0's compute time is exactly the sum of the model's time for its nodes (nothing overlaps on
+// one compute slot), GEMM nodes carry their shapes. With the shipped preset's 12 of 108 SMs held
+// while the gradients are all-reduced, it lies between that sum and the sum at 96 SMs.
 TEST(ComputeModel, gen_llm_trace_runs_at_the_models_times) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / "orrery_compute_model_test";
@@ -158,6 +178,7 @@ TEST(ComputeModel, gen_llm_trace_runs_at_the_models_times) {
   ASSERT_TRUE(preset);
   const sys::ComputeModel& model = preset->compute;
   int64_t expected_ps = 0;
+  int64_t slowed_ps = 0;  // every node beside communication
   int64_t nodes = 0;
   size_t gemms = 0;
   for (chakra::NodeIndex node = 0; node < graph->size(); ++node) {
@@ -175,19 +196,38 @@ TEST(ComputeModel, gen_llm_trace_runs_at_the_models_times) {
     }
     expected_ps +=
         sys::compute_model_time(model, flops, bytes, shape.valid() ? &shape : nullptr).ps();
+    slowed_ps += sys::compute_model_time(sys::while_communicating(model), flops, bytes,
+                                         shape.valid() ? &shape : nullptr)
+                     .ps();
     ++nodes;
   }
   EXPECT_GT(gemms, 32u * 8);  // every layer's products, forward and backward
-  const std::string out = (dir / "o.json").string();
-  CommandResult run = orrery({"run", "--hardware", "dgx-a100", "-w", prefix,
-                              "--comm-group-configuration", prefix + ".json", "--output", out});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  std::ifstream in(out);
-  const nlohmann::json result = nlohmann::json::parse(in);
+  const auto compute_ns = [&](const std::string& hardware) {
+    const std::string out = (dir / "o.json").string();
+    CommandResult run = orrery({"run", "--hardware", hardware, "-w", prefix,
+                                "--comm-group-configuration", prefix + ".json", "--output", out});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    std::ifstream in(out);
+    const nlohmann::json result = nlohmann::json::parse(in);
+    return static_cast<double>(result["ranks"][0]["compute_ns"].get<int64_t>());
+  };
+  // The shipped preset with comm_sms 0.
+  std::string text;
+  {
+    std::ifstream in(std::string(ORRERY_TEST_DATA_DIR) + "/../../presets/hardware/dgx-a100.yaml");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = text.find("comm_sms: 12");
+  ASSERT_NE(at, std::string::npos);
+  const std::string unheld = (dir / "a100.yaml").string();
+  std::ofstream(unheld) << std::string(text).replace(at, 12, "comm_sms: 0");
   // Whole picoseconds per node, reported in nanoseconds (at most 1 ns of rounding per node).
-  EXPECT_NEAR(static_cast<double>(result["ranks"][0]["compute_ns"].get<int64_t>()),
-              static_cast<double>(expected_ps) / 1000.0, static_cast<double>(nodes));
+  EXPECT_NEAR(compute_ns(unheld), static_cast<double>(expected_ps) / 1000.0,
+              static_cast<double>(nodes));
   EXPECT_GT(expected_ps, 0);
+  const double held = compute_ns("dgx-a100");
+  EXPECT_GT(held, static_cast<double>(expected_ps) / 1000.0 + 1000.0);
+  EXPECT_LT(held, static_cast<double>(slowed_ps) / 1000.0);
   std::filesystem::remove_all(dir);
 }
 

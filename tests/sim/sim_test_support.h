@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "gen/microbench.h"
 #include "sim/scenario.h"
 #include "sim/simulation.h"
+#include "system/compute_model.h"
 
 namespace orrery::test {
 
@@ -90,8 +92,9 @@ struct RunInputs {
   sim::RunSettings settings;
   // Communicator groups given as they are (a generator's), instead of comm_groups' text.
   std::shared_ptr<const chakra::CommGroups> groups;
-  std::string perturbation;     // perturbation YAML ("" = none), read as "perturb.yml"
-  bool charge_highest = false;  // net::Topology::set_charge_highest on the network
+  std::string perturbation;                  // perturbation YAML ("" = none), read as "perturb.yml"
+  bool charge_highest = false;               // net::Topology::set_charge_highest on the network
+  std::optional<sys::ComputeModel> compute;  // the system's per-operation compute (a preset's)
 };
 
 inline Expected<sim::Scenario> make_scenario(const RunInputs& in) {
@@ -100,6 +103,7 @@ inline Expected<sim::Scenario> make_scenario(const RunInputs& in) {
   inputs.traces = in.traces;
   Expected<sys::SystemConfig> system = sys::parse_system_config("sys.json", in.system);
   if (!system) return system.error();
+  if (in.compute) system->compute = in.compute;
   inputs.system = std::make_shared<const sys::SystemConfig>(std::move(*system));
   Expected<net::NetworkDescription> network = net::parse_network_yaml(in.network, "net.yml");
   if (!network) return network.error();
