@@ -105,17 +105,20 @@ constexpr std::array<const char*, 10> kDlrmKeys = {
 
 uint32_t narrow(uint64_t value) { return static_cast<uint32_t>(value); }
 
-// One MLP layer of `samples` samples: matrix product, bias and activation.
+// One MLP layer of `samples` samples: matrix product (samples x in by in x out; the backward
+// products have their own shapes, as gen llm's), bias and activation.
+GemmShape mlp_shape(uint64_t samples, uint64_t in, uint64_t out) { return {samples, out, in, 1}; }
 OpCost mlp_forward(uint64_t samples, uint64_t in, uint64_t out, uint64_t e) {
   return {2 * samples * in * out + 2 * samples * out,
-          (samples * in + in * out + out + samples * out) * e};
+          (samples * in + in * out + out + samples * out) * e, mlp_shape(samples, in, out)};
 }
 OpCost mlp_dgrad(uint64_t samples, uint64_t in, uint64_t out, uint64_t e) {
-  return {2 * samples * in * out + samples * out, (samples * out + in * out + samples * in) * e};
+  return {2 * samples * in * out + samples * out, (samples * out + in * out + samples * in) * e,
+          mlp_shape(samples, in, out).dgrad()};
 }
 OpCost mlp_wgrad(uint64_t samples, uint64_t in, uint64_t out, uint64_t e) {
   return {2 * samples * in * out + samples * out,
-          (samples * in + samples * out + in * out + out) * e};
+          (samples * in + samples * out + in * out + out) * e, mlp_shape(samples, in, out).wgrad()};
 }
 // SGD: w -= lr g, two operations per parameter; reads weight and gradient, writes the weight.
 OpCost sgd_cost(uint64_t params, uint64_t e) { return {2 * params, 3 * params * e}; }
@@ -688,7 +691,8 @@ class DlrmBuilder {
     // Dot interaction: Z Z^T of the (T + 1) x d vectors of every sample (the full product, as
     // torch.bmm computes it), the lower triangle gathered and concatenated with the bottom output.
     const OpCost interaction{2 * b * vectors * vectors * model_.dim,
-                             (b * vectors * model_.dim + b * width) * e_};
+                             (b * vectors * model_.dim + b * width) * e_,
+                             GemmShape{vectors, vectors, model_.dim, b}};
     x = program_.compute("interaction.fwd", interaction, {x, pooled});
     program_.depend(x, placed_pooled);
     for (size_t index = bottom; index < layers.size(); ++index) {
@@ -722,9 +726,12 @@ class DlrmBuilder {
       reduce_and_step(index, wgrad);
       grad = dgrad;
     }
-    const ProgRef interaction_grad = program_.compute(
-        "interaction.bwd", {2 * interaction.flops, (b * width + 2 * b * vectors * model_.dim) * e_},
-        {grad});
+    const ProgRef interaction_grad =
+        program_.compute("interaction.bwd",
+                         // Autograd of Z Z^T: one product per operand, each of the forward's size.
+                         {2 * interaction.flops, (b * width + 2 * b * vectors * model_.dim) * e_,
+                          GemmShape{vectors, model_.dim, vectors, 2 * b}},
+                         {grad});
     // Sparse backward: the pooled vectors' gradients back to the shards, then the fused update.
     if (plan_.placement) {
       placed_backward(update, interaction_grad);

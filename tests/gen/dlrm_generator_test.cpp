@@ -186,6 +186,37 @@ TEST(DlrmFlops, lookups_and_mlps_follow_the_model_under_every_sharding) {
   }
 }
 
+// The products carry their shapes (gemm_m/n/k/batch, for the compute model), whose FLOPs are the
+// node's matrix work: forward samples x in by in x out, backward with the transposed shapes, the
+// interaction a batch of (T + 1) x d by d x (T + 1) products, twice over in backward.
+TEST(DlrmFlops, matrix_products_carry_their_shapes) {
+  Expected<DlrmGenerator> gen =
+      DlrmGenerator::create(small_dlrm(), plan_of(4, 64, Sharding::kTable));
+  ASSERT_TRUE(gen) << gen.error().message();
+  const RankProgram program = gen->build(0);
+  const auto shape = [&](const std::string& name) {
+    for (ProgRef ref = 0; ref < program.size(); ++ref)
+      if (program.node(ref).name == name) return program.node(ref).gemm;
+    ADD_FAILURE() << "no node " << name;
+    return GemmShape{};
+  };
+  const auto same = [](const GemmShape& a, const GemmShape& b) {
+    return a.m == b.m && a.n == b.n && a.k == b.k && a.batch == b.batch;
+  };
+  EXPECT_TRUE(same(shape("bottom0.fwd"), {16, 64, 13, 1}));
+  EXPECT_TRUE(same(shape("top0.dgrad"), {16, 52, 64, 1}));
+  EXPECT_TRUE(same(shape("top0.wgrad"), {52, 64, 16, 1}));
+  EXPECT_TRUE(same(shape("interaction.fwd"), {9, 9, 16, 16}));
+  EXPECT_TRUE(same(shape("interaction.bwd"), {9, 16, 9, 32}));
+  // A product's FLOPs: 2 m n k batch; the layer adds its bias and activation on top.
+  const auto products = [](const GemmShape& g) { return 2 * g.m * g.n * g.k * g.batch; };
+  EXPECT_EQ(products(shape("interaction.fwd")), node_flops(program, "interaction.fwd"));
+  EXPECT_EQ(products(shape("interaction.bwd")), node_flops(program, "interaction.bwd"));
+  EXPECT_EQ(products(shape("bottom0.fwd")) + 2 * 16 * 64, node_flops(program, "bottom0.fwd"));
+  EXPECT_EQ(products(shape("top0.wgrad")) + 16 * 64, node_flops(program, "top0.wgrad"));
+  EXPECT_FALSE(shape("top1.sgd").valid());
+}
+
 TEST(DlrmMemory, each_rank_holds_its_shards_and_every_mlp) {
   DlrmModel model = small_dlrm();
   model.tables[0].rows = 5000;  // table 0 lives on rank 0 table-wise
