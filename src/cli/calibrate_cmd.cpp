@@ -61,7 +61,8 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--table", options->table,
                   "CSV or TSV of measured kernels: kind (gemm, memory), m, n, k, batch, flops, "
-                  "bytes, time_us (docs/models/compute.md)")
+                  "bytes, time_us, name (ignored); orrery replay --calibration-table writes one "
+                  "(docs/models/compute.md)")
       ->required();
   cmd->add_option("-o,--output", options->output, "also write the compute: block to this file");
   cmd->callback([options, &exit_code] { exit_code = run(*options); });

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   std::optional<int64_t> iteration;
   std::string json_path;
   std::string html_path;
+  std::string calibration_path;
   bool json = false;
   bool quiet = false;
   bool sync_comm = false;
@@ -73,6 +74,9 @@ int main(int argc, char** argv) {
   app.add_option("--emit-chakra", options.emit_chakra,
                  "write PREFIX.<rank>.et: the trace as Chakra with the measured durations, for "
                  "orrery run");
+  app.add_option("--calibration-table", calibration_path,
+                 "write the replayed matrix products and streaming ops with their measured times "
+                 "as a table for orrery calibrate --table (rank 0's; docs/models/compute.md)");
   app.add_flag("--json", json,
                "print one JSON object (iteration_us, original_us, "
                "coverage_by_count, coverage_by_time, skipped, ...)");
@@ -126,6 +130,11 @@ int main(int argc, char** argv) {
     if (Status written = write_text(html_path, replay::format_html(job, top)); !written)
       return cli::report_error(written.error());
   }
+  if (!calibration_path.empty()) {
+    if (Status written = write_text(calibration_path, replay::calibration_table(outcome->report));
+        !written)
+      return cli::report_error(written.error());
+  }
   if (json) {
     fmt::print("{}\n", job.dump(2));
   } else if (!quiet) {
@@ -136,6 +145,7 @@ int main(int argc, char** argv) {
                  outcome->emitted_nodes, world > 1 ? " (every rank its own file)" : "");
     }
     if (!html_path.empty()) fmt::print("wrote {}\n", html_path);
+    if (!calibration_path.empty()) fmt::print("wrote {}\n", calibration_path);
   }
   return 0;
 }

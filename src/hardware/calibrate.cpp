@@ -39,9 +39,9 @@ std::string lower(std::string text) {
   return text;
 }
 
-// The columns a table may have.
-constexpr std::string_view kColumns[] = {"kind",  "m",     "n",     "k",
-                                         "batch", "flops", "bytes", "time_us"};
+// The columns a table may have (`name`, the operator's, is for people and ignored).
+constexpr std::string_view kColumns[] = {"kind",  "m",     "n",       "k",   "batch",
+                                         "flops", "bytes", "time_us", "name"};
 
 }  // namespace
 
@@ -69,7 +69,8 @@ Expected<std::vector<OpSample>> parse_op_table(const std::string& text,
         const std::string name = lower(names[idx]);
         if (std::find(std::begin(kColumns), std::end(kColumns), name) == std::end(kColumns)) {
           return fail(fmt::format(
-              "column '{}' is not one of kind, m, n, k, batch, flops, bytes, time_us", names[idx]));
+              "column '{}' is not one of kind, m, n, k, batch, flops, bytes, time_us, name",
+              names[idx]));
         }
         if (!column.emplace(name, idx).second) {
           return fail(fmt::format("column '{}' appears twice", names[idx]));

@@ -17,11 +17,25 @@
 
 namespace orrery::replay {
 
+// A matrix product's shape in the compute model's terms (sys::GemmShape): `batch` products of
+// (m x k) by (k x n).
+struct MatrixShape {
+  uint64_t m = 0, n = 0, k = 0, batch = 1;
+};
+
 struct OpCost {
   uint64_t flops = 0;
-  uint64_t bytes = 0;  // every tensor the op reads or writes, once
+  uint64_t bytes = 0;               // every tensor the op reads or writes, once
+  std::optional<MatrixShape> gemm;  // mm, bmm, matmul, addmm, baddbmm, addbmm, linear
 };
 
 std::optional<OpCost> op_cost(const ReplayPlan& plan, const ReplayOp& op);
+
+// The bytes an element-wise or normalizing operator streams (every tensor it reads or writes,
+// once): the memory-bound kernels a compute model's bandwidth is fitted to. Only operators that
+// touch every element of their tensors (activations, arithmetic, copies and fills, softmax, norms,
+// dropout, sums and means, the optimizers' fused updates); views, allocations and the rest:
+// nullopt.
+std::optional<uint64_t> streamed_bytes(const ReplayPlan& plan, const ReplayOp& op);
 
 }  // namespace orrery::replay

@@ -159,6 +159,9 @@ RankReport make_rank_report(const ReportInputs& inputs) {
     if (const std::optional<OpCost> cost = op_cost(plan, op)) {
       line.flops = cost->flops;
       line.bytes = cost->bytes;
+      line.gemm = cost->gemm;
+    } else {
+      line.streamed_bytes = streamed_bytes(plan, op);
     }
     if (recorded != nullptr) {
       line.recorded_us = recorded->cpu_us[index];
@@ -306,6 +309,24 @@ json job_json(const std::vector<json>& ranks) {
   job["iteration_us"] = slowest;
   job["ranks"] = ranks;
   return job;
+}
+
+std::string calibration_table(const RankReport& report) {
+  std::string out =
+      fmt::format("# orrery replay of {}: measured kernels for orrery calibrate\n", report.trace);
+  out += "kind\tname\tm\tn\tk\tbatch\tflops\tbytes\ttime_us\n";
+  for (const OpLine& line : report.lines) {
+    if (!line.replayed || !line.measured_us || line.measured_us->median <= 0) continue;
+    if (line.gemm && line.flops && line.gemm->m > 0 && line.gemm->n > 0 && line.gemm->k > 0) {
+      out += fmt::format("gemm\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.17g}\n", line.name, line.gemm->m,
+                         line.gemm->n, line.gemm->k, line.gemm->batch, *line.flops, line.bytes,
+                         line.measured_us->median);
+    } else if (line.streamed_bytes) {
+      out += fmt::format("memory\t{}\t\t\t\t\t0\t{}\t{:.17g}\n", line.name, *line.streamed_bytes,
+                         line.measured_us->median);
+    }
+  }
+  return out;
 }
 
 std::string format_text(const RankReport& report, size_t top) {

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "replay/op_cost.h"
 #include "replay/plan.h"
 #include "replay/recorded_times.h"
 #include "replay/session.h"
@@ -50,6 +51,8 @@ struct OpLine {
   uint64_t comm_bytes = 0;
   std::optional<uint64_t> flops;  // matrix products and convolutions (replay/op_cost.h)
   uint64_t bytes = 0;
+  std::optional<MatrixShape> gemm;         // matrix products
+  std::optional<uint64_t> streamed_bytes;  // element-wise and normalizing ops (streamed_bytes)
 };
 
 // The achieved rate of one kind of operator: FLOPs of its replayed ops over their median times.
@@ -126,5 +129,9 @@ std::string format_text(const RankReport& report, size_t top);
 std::string format_ranks_text(const std::vector<nlohmann::json>& ranks);
 // The self-contained page, from job_json().
 std::string format_html(const nlohmann::json& job, size_t top);
+// The replayed kernels as `orrery calibrate --table` reads them (docs/models/compute.md): a TSV
+// row per replayed matrix product (kind gemm, its m, n, k, batch, FLOPs and bytes) and per
+// replayed streaming op (kind memory, its bytes), with the median measured time of one.
+std::string calibration_table(const RankReport& report);
 
 }  // namespace orrery::replay

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <thread>
 
-#include "core/units.h"
 #include "chakra/comm_groups.h"
+#include "core/units.h"
 
 namespace orrery::replay {
 

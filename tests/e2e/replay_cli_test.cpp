@@ -6,7 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "chakra/trace_builder.h"
@@ -31,9 +35,10 @@ void expect_clean_failure(const CommandResult& result, const std::string& needle
 TEST(ReplayCli, help_names_every_option) {
   const CommandResult result = run_orrery({"replay", "--help"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  for (const char* flag : {"--profile", "--dir", "--rank", "--iteration", "--warmup",
-                           "--iterations", "--threads", "--seed", "--sync-comm", "--emit-chakra",
-                           "--json", "--output", "--html", "--top", "--quiet"})
+  for (const char* flag :
+       {"--profile", "--dir", "--rank", "--iteration", "--warmup", "--iterations", "--threads",
+        "--seed", "--sync-comm", "--emit-chakra", "--json", "--output", "--html", "--top",
+        "--quiet", "--calibration-table"})
     EXPECT_NE(result.out.find(flag), std::string::npos) << flag;
   EXPECT_NE(run_orrery({"--help"}).out.find("replay"), std::string::npos);
 }
@@ -117,6 +122,61 @@ TEST(ReplayCli, emitted_chakra_simulates_the_measured_iteration) {
   EXPECT_LE(simulated_ns / 1000.0, job.at("iteration_wall_us").at("max").get<double>() + 0.5 * ops)
       << "each op's duration rounded to whole microseconds";
   EXPECT_GT(simulated_ns, 0.0);
+}
+
+// --calibration-table: a row per replayed matrix product with its recorded shape and per
+// streaming op with its bytes, each with a measured time, in the table orrery calibrate reads.
+TEST(ReplayCli, calibration_table_lists_the_measured_kernels_for_calibrate) {
+  TempDir dir;
+  const std::string table = dir.file("ops.tsv");
+  const CommandResult replayed =
+      run_orrery({"replay", recorded("mlp_train", "_et.json.gz"), "--warmup", "1", "--iterations",
+                  "5", "--threads", "1", "--calibration-table", table});
+  ASSERT_EQ(replayed.exit_code, 0) << replayed.err;
+  EXPECT_NE(replayed.out.find("wrote " + table), std::string::npos) << replayed.out;
+  std::istringstream in(read_whole_file(table));
+  std::string line;
+  std::vector<std::string> gemms;
+  size_t relus = 0, memory = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("kind\t", 0) == 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, '\t');) cells.push_back(cell);
+    ASSERT_EQ(cells.size(), 9u) << line;
+    EXPECT_GT(std::stod(cells[8]), 0.0) << line;
+    if (cells[0] == "gemm") {
+      const uint64_t m = std::stoull(cells[2]), n = std::stoull(cells[3]),
+                     k = std::stoull(cells[4]);
+      EXPECT_EQ(std::stoull(cells[6]), 2 * m * n * k) << line;
+      gemms.push_back(fmt::format("{} {}x{}x{}", cells[1], m, n, k));
+    } else {
+      ASSERT_EQ(cells[0], "memory") << line;
+      ++memory;
+      // relu of a 32 x 512 float activation: read and written once.
+      if (cells[1] == "aten::relu") {
+        ++relus;
+        EXPECT_EQ(cells[7], "131072") << line;
+      }
+    }
+  }
+  // The MLP 256 -> 512 -> 512 -> 10 on a batch of 32: three forward products, the input
+  // gradients of layers 2 and 3 and the weight gradients of all three.
+  EXPECT_EQ(gemms, (std::vector<std::string>{"aten::linear 32x512x256", "aten::linear 32x512x512",
+                                             "aten::linear 32x10x512", "aten::mm 32x512x10",
+                                             "aten::mm 10x512x32", "aten::mm 32x512x512",
+                                             "aten::mm 512x512x32", "aten::mm 512x256x32"}));
+  EXPECT_EQ(relus, 2u);
+  EXPECT_GT(memory, 10u);
+  // orrery calibrate reads every row. Whether this machine's noisy CPU times fit a GPU-shaped
+  // curve is the fit's business: it either fits or refuses a fitted value, never the table.
+  const CommandResult fit = run_orrery(
+      {"calibrate", "--hardware", test::test_data("hardware/cpu_host.yaml"), "--table", table});
+  if (fit.exit_code == 0) {
+    EXPECT_NE(fit.out.find("gemm: 8 rows"), std::string::npos) << fit.out;
+  } else {
+    EXPECT_NE(fit.err.find("fitted"), std::string::npos) << fit.err;
+  }
 }
 
 TEST(ReplayCli, bad_input_is_one_message) {

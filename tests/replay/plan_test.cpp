@@ -269,6 +269,18 @@ TEST(ReplayPlan, matrix_and_convolution_flops_from_the_shapes) {
     if (op.name == "aten::mm") mm += cost->flops;
     if (op.name == "aten::relu") {
       EXPECT_FALSE(cost);
+      // It streams its 32 x 512 float input and output.
+      EXPECT_EQ(streamed_bytes(mlp, op), std::optional<uint64_t>(2 * 32 * 512 * 4));
+    }
+    if (op.name == "aten::linear" && cost->flops == 2ull * 32 * 256 * 512) {
+      ASSERT_TRUE(cost->gemm);  // (32 x 256) by (256 x 512)
+      EXPECT_EQ(cost->gemm->m, 32u);
+      EXPECT_EQ(cost->gemm->n, 512u);
+      EXPECT_EQ(cost->gemm->k, 256u);
+      EXPECT_EQ(cost->gemm->batch, 1u);
+    }
+    if (op.name == "aten::t" || op.name == "aten::view") {
+      EXPECT_FALSE(streamed_bytes(mlp, op)) << op.name;  // views move nothing
     }
   }
   EXPECT_EQ(linear, (std::vector<uint64_t>{2ull * 32 * 256 * 512, 2ull * 32 * 512 * 512,
