@@ -14,6 +14,10 @@
 # CPU; 10.2 against 9.5 with the setting). REPLAY_STUDY_DEFAULT_MALLOC=1 leaves malloc as it is.
 # Usage: bench/replay_study.sh [build-dir] [iterations (10)] [rounds (2)]
 set -euo pipefail
+# One thread for OpenBLAS too (libtorch multiplies through it when libopenblas0-pthread is
+# installed): torch.set_num_threads and --threads do not reach its pthreads, which otherwise run
+# (and spin) on every core, so each side used two cores' CPU for one core's wall time.
+export OPENBLAS_NUM_THREADS=1
 if [[ -z "${REPLAY_STUDY_DEFAULT_MALLOC:-}" ]]; then
   export MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824
 fi
