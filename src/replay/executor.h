@@ -10,7 +10,10 @@
 //     optional values, devices (every recorded device, cuda:N included, becomes the replay's
 //     device), ScalarType/Layout/MemoryFormat codes; arguments the trace leaves out take their
 //     schema defaults; `pin_memory=True` becomes False (pinned memory needs CUDA);
-//   - storages are filled once, from a seeded generator: floating-point values uniform in [-1, 1);
+//   - storages are filled once, from a seeded generator: floating-point values uniform in [-1, 1),
+//     except those passed as a variance (an argument named running_var, var, invstd or
+//     save_invstd): uniform in [0.5, 1.5), so normalizations give numbers, not NaN, and the
+//     kernels after them run on numbers (max-pooling NaNs took half the time on this CPU);
 //     integer tensors within their recorded range (tensor_range), else within the size of the
 //     dimension they index (an argument named indices, index or target of an operator with a
 //     weight or self tensor), embedding offsets evenly spaced over their indices, other integers

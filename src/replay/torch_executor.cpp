@@ -108,7 +108,11 @@ struct Executor::Impl {
   std::vector<std::optional<std::string>> failures;
   std::map<std::string, uint64_t> adjustments;
   std::vector<IntegerUse> integer_uses;  // per storage
-  std::vector<c10::IValue> slots;        // outputs kept for later readers, this iteration
+  // Per storage: a floating tensor that must hold positive values (a variance or its inverse
+  // square root; uniform(-1, 1) there would make a normalization's outputs NaN, and the kernels
+  // after it would time NaNs, whose comparisons take other branches than numbers do).
+  std::vector<bool> positive;
+  std::vector<c10::IValue> slots;  // outputs kept for later readers, this iteration
   uint64_t allocated = 0;
   const std::optional<std::string> none;
 
@@ -279,8 +283,23 @@ struct Executor::Impl {
       return fmt::format("its arguments cannot be made: {}", first_line(failure.what()));
     }
     note_integer_uses(op, params);
+    note_positive_uses(op, params);
     prepared[index] = std::move(ready);
     return std::nullopt;
+  }
+
+  // Floating arguments that must be positive, by their schema names: running_var (batch_norm,
+  // native_batch_norm and their backward), var, invstd and save_invstd.
+  void note_positive_uses(const ReplayOp& op, const std::vector<c10::Argument>& params) {
+    for (size_t at = 0; at < params.size() && at < op.inputs.size(); ++at) {
+      const std::string& name = params[at].name();
+      if (name != "running_var" && name != "var" && name != "invstd" && name != "save_invstd")
+        continue;
+      const Arg& arg = op.inputs[at];
+      if (arg.kind != Arg::Kind::kTensor) continue;
+      const TensorView& view = plan->tensors[arg.tensor];
+      if (!is_integral(view.dtype) && view.dtype != DType::kBool) positive[view.storage] = true;
+    }
   }
 
   // The bound of the values an integer argument indexes with, from the names of the schema:
@@ -437,6 +456,8 @@ struct Executor::Impl {
         } else {
           flat.zero_();
         }
+      } else if (positive[index]) {
+        flat.uniform_(0.5, 1.5, generator);
       } else {
         flat.uniform_(-1.0, 1.0, generator);
       }
@@ -467,6 +488,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ReplayPlan& plan,
   impl->prepared.resize(plan.ops.size());
   impl->failures.resize(plan.ops.size());
   impl->integer_uses.resize(plan.storages.size());
+  impl->positive.assign(plan.storages.size(), false);
   for (size_t index = 0; index < plan.ops.size(); ++index) {
     if (plan.ops[index].kind != OpKind::kCompute) continue;
     impl->failures[index] = impl->build(index);
