@@ -145,11 +145,6 @@ std::string network_yaml(const std::vector<DimensionPoint>& dims) {
                      fmt::join(lats, ", "));
 }
 
-// Links of a dimension of `kind` and `size` over `ranks` (network/topology.h's numbering).
-uint64_t dimension_links(const std::string& kind, uint64_t size, uint64_t ranks) {
-  return kind == "FullyConnected" ? ranks * (size - 1) : 2 * ranks;
-}
-
 std::string system_json(const SweepSpec& spec, const ClusterPoint& c,
                         const std::vector<size_t>& original) {
   std::vector<std::string> reduce, a2a;
@@ -385,8 +380,11 @@ SimOutcome simulate_point(const SweepSpec& spec, const Workload& w, const Cluste
   const SplitNetwork parts = split_network(c.network, w.boundaries);
   Expected<net::NetworkDescription> network =
       net::parse_network_yaml(network_yaml(parts.dims), "sweep network");
-  if (!network) {
-    out.error = network.error().message();
+  // The point's own dimensions, for their link counts (utilization below).
+  Expected<net::NetworkDescription> whole_network =
+      net::parse_network_yaml(network_yaml(c.network), "sweep network");
+  if (!network || !whole_network) {
+    out.error = (!network ? network : whole_network).error().message();
     return out;
   }
   Expected<sys::SystemConfig> system =
@@ -426,7 +424,7 @@ SimOutcome simulate_point(const SweepSpec& spec, const Workload& w, const Cluste
   for (size_t d = 0; d < c.network.size(); ++d) {
     sim::DimensionSummary whole;
     whole.busy = busy[d];
-    whole.links = dimension_links(c.network[d].topology, c.network[d].size, c.accelerators);
+    whole.links = whole_network->logical.link_count(static_cast<uint32_t>(d));
     out.dim_utilization.push_back(whole.utilization(result->end));
   }
   // The slowest watched rank (a symmetric run simulates rank 0 for all).
@@ -530,8 +528,9 @@ SplitNetwork split_network(const std::vector<DimensionPoint>& network,
         if (b <= stride || b >= stride * dim.size || b % stride != 0) continue;
         const uint64_t cut = b / stride;
         if (dim.size % cut != 0) continue;
-        if (!cuts.empty() && cut % cuts.back() != 0) continue;  // parts must nest
-        if (cuts.empty() || cut > cuts.back()) cuts.push_back(cut);
+        // Parts must nest: a new cut lies above the last and is a multiple of it.
+        if (!cuts.empty() && (cut <= cuts.back() || cut % cuts.back() != 0)) continue;
+        cuts.push_back(cut);
       }
     }
     uint64_t below = 1;

@@ -273,19 +273,23 @@ WorkloadExecutor::Slot WorkloadExecutor::compute_slot(const RankState& state,
   }
 }
 
-Expected<SimTime> WorkloadExecutor::compute_time(const RankState& state, NodeIndex node,
-                                                 bool cpu) const {
+Expected<SimTime> WorkloadExecutor::compute_time(const RankState& state, NodeIndex node, bool cpu,
+                                                 bool communicating) const {
   // `cpu` follows from the node's slot, so the node alone decides the time.
   const bool shared = !state.graph->patched(node);
-  if (shared && state.keys->compute_ps[node] != kTimeUnknown) {
-    return SimTime::from_ps(state.keys->compute_ps[node]);
-  }
-  Expected<SimTime> time = unscaled_compute_time(state, node, cpu);
+  std::vector<int64_t>& cache =
+      communicating ? state.keys->communicating_ps : state.keys->compute_ps;
+  if (shared && cache.empty()) cache.assign(state.graph->size(), kTimeUnknown);
+  if (shared && cache[node] != kTimeUnknown) return SimTime::from_ps(cache[node]);
+  std::optional<sys::ComputeModel> beside;
+  if (communicating && state.profile->compute_model)
+    beside = sys::while_communicating(*state.profile->compute_model);
+  Expected<SimTime> time = unscaled_compute_time(state, node, cpu, beside ? &*beside : nullptr);
   if (time && options_.compute_scale != 1.0) {
     time = SimTime::from_ps(
         saturating_round_i64(static_cast<double>(time->ps()) * options_.compute_scale));
   }
-  if (time && shared) state.keys->compute_ps[node] = time->ps();
+  if (time && shared) cache[node] = time->ps();
   return time;
 }
 
@@ -299,21 +303,6 @@ SimTime WorkloadExecutor::perturbed(Rank rank, NodeIndex node, SimTime time) con
   }
   if (factor == 1.0) return time;
   return SimTime::from_ps(saturating_round_i64(static_cast<double>(time.ps()) * factor));
-}
-
-Expected<SimTime> WorkloadExecutor::communicating_compute_time(Rank rank, NodeIndex node) const {
-  const RankState& state = ranks_[rank];
-  if (!state.profile->compute_model || state.profile->compute_model->comm_sms == 0) {
-    return compute_time(state, node, false);
-  }
-  const sys::ComputeModel model = sys::while_communicating(*state.profile->compute_model);
-  Expected<SimTime> time = unscaled_compute_time(state, node, false, &model);
-  if (time && options_.compute_scale != 1.0) {
-    time = SimTime::from_ps(
-        saturating_round_i64(static_cast<double>(time->ps()) * options_.compute_scale));
-  }
-  if (time && perturbed_) time = perturbed(rank, node, *time);
-  return time;
 }
 
 Expected<SimTime> WorkloadExecutor::unscaled_compute_time(const RankState& state, NodeIndex node,
@@ -419,11 +408,12 @@ bool WorkloadExecutor::issue(Rank rank, NodeIndex node, Slot slot) {
       return true;
     }
     if (comm_slows_) {
-      Expected<SimTime> slow = communicating_compute_time(rank, node);
+      Expected<SimTime> slow = compute_time(state, node, false, true);
       if (!slow) {
         fail(slow.error().with_context(where()));
         return false;
       }
+      if (perturbed_) slow = perturbed(rank, node, *slow);
       if (*slow != *time) {
         RankState::Kernel& k = state.kernel;
         k = {node,  true, communicating(state), 1.0, engine_.now(), engine_.now(), {}, *time,

@@ -183,6 +183,8 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
         gemm_batch;
     std::vector<uint8_t> slots;       // per node: its Slot, kSlotUnknown until first asked
     std::vector<int64_t> compute_ps;  // per node: its compute time in ps, -1 until first asked
+    // The same beside communication (compute model comm_sms); empty until first asked.
+    std::vector<int64_t> communicating_ps;
   };
   // Per node, one byte: issue state (2 bits), slot (3 bits, kSlotUnknown until first asked),
   // activity while in flight (3 bits, kNoActivity otherwise).
@@ -236,15 +238,14 @@ class WorkloadExecutor final : public sys::SystemListener, private EventHandler 
   // Ends the node's activity (if it has one) and tells the observers.
   void end(Rank rank, chakra::NodeIndex node);
   void fail(Error error);
-  Expected<SimTime> compute_time(const RankState& state, chakra::NodeIndex node, bool cpu) const;
+  // `communicating`: the time beside communication (the compute model with comm_sms held).
+  Expected<SimTime> compute_time(const RankState& state, chakra::NodeIndex node, bool cpu,
+                                 bool communicating = false) const;
   // `time` of `node` on `rank` with the rank's compute factor and the node's noise.
   SimTime perturbed(Rank rank, chakra::NodeIndex node, SimTime time) const;
   // `model`: the compute model to time by instead of the profile's (nullptr: the profile's).
   Expected<SimTime> unscaled_compute_time(const RankState& state, chakra::NodeIndex node, bool cpu,
                                           const sys::ComputeModel* model = nullptr) const;
-  // The time of GPU compute `node` of `rank` beside communication (--compute-scale and the
-  // perturbation applied as to its time alone).
-  Expected<SimTime> communicating_compute_time(Rank rank, chakra::NodeIndex node) const;
   static bool communicating(const RankState& state);
   // The rank's communication started or stopped: the tracked kernel's rest goes at the other rate.
   void retime_kernel(RankState& state);

@@ -18,17 +18,20 @@ struct Replayed {
   SessionResult session;
 };
 
-Replayed replay_text(const std::string& text) {
+// One warm-up-free iteration of `host` on one thread.
+Replayed replay_host(const Expected<convert::HostTrace>& host) {
   Replayed out;
-  Expected<convert::HostTrace> host = test::host_from_text(text);
   EXPECT_TRUE(host) << host.error().message();
+  if (!host) return out;
   Expected<ReplayPlan> plan = build_plan(*host, {});
   EXPECT_TRUE(plan) << plan.error().message();
+  if (!plan) return out;
   out.plan = std::move(*plan);
   ExecutorOptions options;
   options.threads = 1;
   Expected<std::unique_ptr<Executor>> executor = Executor::create(out.plan, options);
   EXPECT_TRUE(executor) << executor.error().message();
+  if (!executor) return out;
   out.executor = std::move(*executor);
   std::unique_ptr<Communicator> local = make_local_communicator();
   SessionOptions session;
@@ -36,36 +39,31 @@ Replayed replay_text(const std::string& text) {
   session.iterations = 1;
   Expected<SessionResult> result = run_session(out.plan, *out.executor, *local, session);
   EXPECT_TRUE(result) << result.error().message();
-  out.session = std::move(*result);
+  if (result) out.session = std::move(*result);
   return out;
+}
+
+Replayed replay_text(const std::string& text) { return replay_host(test::host_from_text(text)); }
+
+Replayed replay_recorded(const std::string& model) {
+  return replay_host(convert::read_host_trace(test::recorded_et(model)));
 }
 
 // Every operator of the six recorded models builds and runs: full coverage.
 TEST(ReplayExecutor, every_recorded_model_replays_in_full) {
   for (const char* model : {"mlp_train", "mlp_infer", "cnn_train", "cnn_infer", "transformer_train",
                             "transformer_infer"}) {
-    Expected<convert::HostTrace> host = convert::read_host_trace(test::recorded_et(model));
-    ASSERT_TRUE(host) << host.error().message();
-    Expected<ReplayPlan> plan = build_plan(*host, {});
-    ASSERT_TRUE(plan) << plan.error().message();
-    ExecutorOptions options;
-    options.threads = 1;
-    Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, options);
-    ASSERT_TRUE(executor) << executor.error().message();
-    std::unique_ptr<Communicator> local = make_local_communicator();
-    SessionOptions session;
-    session.warmup = 0;
-    session.iterations = 1;
-    Expected<SessionResult> result = run_session(*plan, **executor, *local, session);
-    ASSERT_TRUE(result) << result.error().message();
-    ASSERT_EQ(result->iteration_wall_ns.size(), 1u);
-    EXPECT_GT(result->iteration_wall_ns[0], 0);
-    for (size_t at = 0; at < plan->ops.size(); ++at) {
-      EXPECT_TRUE(result->ops[at].replayed) << model << " node " << plan->ops[at].node_id << " "
-                                            << plan->ops[at].name << ": " << result->ops[at].reason;
-      EXPECT_EQ(result->ops[at].samples.size(), result->ops[at].replayed ? 1u : 0u);
+    const Replayed run = replay_recorded(model);
+    ASSERT_TRUE(run.executor) << model;
+    ASSERT_EQ(run.session.iteration_wall_ns.size(), 1u) << model;
+    EXPECT_GT(run.session.iteration_wall_ns[0], 0);
+    for (size_t at = 0; at < run.plan.ops.size(); ++at) {
+      EXPECT_TRUE(run.session.ops[at].replayed)
+          << model << " node " << run.plan.ops[at].node_id << " " << run.plan.ops[at].name << ": "
+          << run.session.ops[at].reason;
+      EXPECT_EQ(run.session.ops[at].samples.size(), run.session.ops[at].replayed ? 1u : 0u);
     }
-    EXPECT_EQ((*executor)->threads(), 1);
+    EXPECT_EQ(run.executor->threads(), 1);
   }
 }
 
@@ -73,19 +71,10 @@ TEST(ReplayExecutor, every_recorded_model_replays_in_full) {
 // numbers; with uniform(-1, 1) variances their outputs were NaN and the max-pools after them ran
 // on NaNs, in half the time (the CNN's replay came out 35% faster than PyTorch).
 TEST(ReplayExecutor, normalizations_see_positive_variances_and_give_numbers) {
-  Expected<convert::HostTrace> host = convert::read_host_trace(test::recorded_et("cnn_infer"));
-  ASSERT_TRUE(host) << host.error().message();
-  Expected<ReplayPlan> plan = build_plan(*host, {});
-  ASSERT_TRUE(plan) << plan.error().message();
-  ExecutorOptions options;
-  options.threads = 1;
-  Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, options);
-  ASSERT_TRUE(executor) << executor.error().message();
-  std::unique_ptr<Communicator> local = make_local_communicator();
-  SessionOptions session;
-  session.warmup = 0;
-  session.iterations = 1;
-  ASSERT_TRUE(run_session(*plan, **executor, *local, session));
+  const Replayed run = replay_recorded("cnn_infer");
+  ASSERT_TRUE(run.executor);
+  const ReplayPlan* plan = &run.plan;
+  Executor* executor = run.executor.get();
   size_t norms = 0;
   for (const ReplayOp& op : plan->ops) {
     if (op.name != "aten::batch_norm") continue;
@@ -93,12 +82,12 @@ TEST(ReplayExecutor, normalizations_see_positive_variances_and_give_numbers) {
     // batch_norm(input, weight, bias, running_mean, running_var, ...)
     ASSERT_GE(op.inputs.size(), 5u);
     ASSERT_EQ(op.inputs[4].kind, Arg::Kind::kTensor);
-    for (double v : (*executor)->values(op.inputs[4].tensor)) {
+    for (double v : executor->values(op.inputs[4].tensor)) {
       EXPECT_GE(v, 0.5);
       EXPECT_LT(v, 1.5);
     }
     ASSERT_EQ(op.outputs[0].kind, Arg::Kind::kTensor);
-    const std::vector<double> out = (*executor)->values(op.outputs[0].tensor);
+    const std::vector<double> out = executor->values(op.outputs[0].tensor);
     ASSERT_FALSE(out.empty());
     EXPECT_EQ(std::count_if(out.begin(), out.end(), [](double v) { return std::isnan(v); }), 0);
   }

@@ -15,6 +15,7 @@ namespace compute_overlap_test {
 
 using test::add_attr;
 using test::Node;
+using test::run_ok;
 
 sys::ComputeModel gpu(uint32_t comm_sms) {
   sys::ComputeModel m;
@@ -44,12 +45,6 @@ test::RunInputs two_ranks(const std::vector<Node>& nodes, uint32_t comm_sms) {
   in.network = test::network_yaml("Ring", "2", "50", "500");
   in.compute = gpu(comm_sms);
   return in;
-}
-
-sim::RunResult run_ok(const test::RunInputs& in) {
-  Expected<sim::RunResult> result = test::simulate(in);
-  EXPECT_TRUE(result.has_value()) << (result ? "" : result.error().message());
-  return result ? std::move(*result) : sim::RunResult{};
 }
 
 constexpr uint64_t kFlops = 8'000'000'000;  // 100 us at 80 TFLOP/s

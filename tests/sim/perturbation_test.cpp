@@ -15,6 +15,7 @@ namespace perturbation_test {
 
 using test::add_attr;
 using test::Node;
+using test::run_ok;
 
 constexpr uint64_t kLayers = 4;
 constexpr uint64_t kComputeUs = 500;
@@ -41,12 +42,6 @@ test::RunInputs dp_inputs(uint32_t ranks) {
   in.system = test::system_json("ring", 1);
   in.network = test::network_yaml("Ring", std::to_string(ranks), "50", "500");
   return in;
-}
-
-sim::RunResult run_ok(const test::RunInputs& in) {
-  Expected<sim::RunResult> result = test::simulate(in);
-  EXPECT_TRUE(result.has_value()) << (result ? "" : result.error().message());
-  return result ? std::move(*result) : sim::RunResult{};
 }
 
 TEST(Perturbation, a_straggler_lengthens_a_data_parallel_step_by_its_extra_compute) {

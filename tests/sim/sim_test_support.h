@@ -151,6 +151,13 @@ inline Expected<sim::RunResult> simulate(const RunInputs& in,
   return result;
 }
 
+// Runs the scenario, failing the test (and returning an empty result) when it does not run.
+inline sim::RunResult run_ok(const RunInputs& in) {
+  Expected<sim::RunResult> result = simulate(in);
+  EXPECT_TRUE(result.has_value()) << (result ? "" : result.error().message());
+  return result ? std::move(*result) : sim::RunResult{};
+}
+
 // Runs one microbenchmark collective and returns the run.
 struct MicroRun {
   gen::MicrobenchKind kind = gen::MicrobenchKind::kAllReduce;
