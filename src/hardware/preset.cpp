@@ -158,10 +158,10 @@ class Reader {
 
 Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) {
   constexpr std::string_view w = "nccl";
-  if (Status s =
-          in.keys(map, w,
-                  {"launch_us", "channels", "ring_efficiency", "ll_fraction", "ll128_channel_gbps",
-                   "nvlink_hop_us", "net_hop_us", "nvls_efficiency", "nvls_latency_us"});
+  if (Status s = in.keys(map, w,
+                         {"launch_us", "channels", "ring_efficiency", "ll_fraction",
+                          "ll128_channel_gbps", "nvlink_hop_us", "net_hop_us", "nvls_efficiency",
+                          "nvls_latency_us", "nvls_channels", "nvls_chunk_bytes", "nvls_chunk_us"});
       !s) {
     return s;
   }
@@ -179,6 +179,11 @@ Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) 
              in.number(map, w, "nvls_efficiency", 0.01, 1, false, out.nvls_efficiency));
   ORRERY_TRY(out.nvls_latency_us,
              in.number(map, w, "nvls_latency_us", 0, 1e6, false, out.nvls_latency_us));
+  ORRERY_TRY(out.nvls_channels, in.whole(map, w, "nvls_channels", 1, 64, false, out.nvls_channels));
+  ORRERY_TRY(out.nvls_chunk_bytes,
+             in.whole(map, w, "nvls_chunk_bytes", 4096, 1u << 26, false, out.nvls_chunk_bytes));
+  ORRERY_TRY(out.nvls_chunk_us,
+             in.number(map, w, "nvls_chunk_us", 0, 1e3, false, out.nvls_chunk_us));
   return Status::ok();
 }
 

@@ -64,7 +64,39 @@ struct Bandwidths {
   double direct_net;  // all-to-all: a rank's share of its node's NICs
 };
 
-Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tuning, bool choice) {
+// The chunk NCCL moves NVLS buffers in: its largest chunk, halved in steps for buffers too small
+// to pass through every channel and head (GPU) of the node that many times (NCCL's enqueue rules;
+// NVLS-tree has its own steps and, from four nodes, a 64 KiB cap).
+double nvls_chunk(uint64_t bytes, uint32_t heads, uint32_t nodes, const NcclTuning& tuning) {
+  const double size = static_cast<double>(bytes);
+  const double ops = static_cast<double>(tuning.nvls_channels) * heads;
+  double chunk = tuning.nvls_chunk_bytes;
+  auto step = [&](double passes, double below) {
+    if (size < passes * ops * chunk && chunk > below) chunk = below;
+  };
+  if (nodes <= 1) {
+    step(64, 65536);
+    step(8, 32768);
+    step(2, 16384);
+  } else {
+    if (nodes >= 4) chunk = std::min(chunk, 65536.0);
+    step(32, 262144);
+    step(16, 131072);
+    step(4, 65536);
+    step(1, 32768);
+  }
+  return chunk;
+}
+
+// NVLS's bandwidth with chunks of `chunk` bytes: each channel moves its share of `peak` and waits
+// `nvls_chunk_us` per chunk for the switch.
+double nvls_chunked(double peak, double chunk, const NcclTuning& tuning) {
+  const double per_channel = peak * 1e3 / std::max(tuning.nvls_channels, 1u);  // bytes per us
+  return peak * chunk / (chunk + tuning.nvls_chunk_us * per_channel);
+}
+
+Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const NcclTuning& tuning,
+                      bool choice) {
   Bandwidths bw{};
   const bool multi = fabric.nodes > 1;
   const double net = fabric.net_gbps * tuning.net_efficiency;
@@ -84,13 +116,17 @@ Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tun
   bw.tree[0] = tree * kTreeLLDerate;
   bw.tree[1] = tree * kTreeLL128Derate;
   bw.tree[2] = tree;
+  // All-to-all: every rank's traffic to other nodes leaves through its share of the NICs.
+  const uint32_t per_node = fabric.ranks / std::max(fabric.nodes, 1u);
   if (tuning.nvls) {
-    bw.nvls = fabric.nvlink_gbps * tuning.nvls_efficiency;
+    // NCCL's prediction knows no chunks: the choice sees the peak, the time the chunked rate.
+    const double peak = fabric.nvlink_gbps * tuning.nvls_efficiency;
+    bw.nvls = choice
+                  ? peak
+                  : nvls_chunked(peak, nvls_chunk(bytes, per_node, fabric.nodes, tuning), tuning);
     // Across nodes every node sends and receives the whole buffer through its NICs once.
     bw.nvls_tree = multi ? std::min(bw.nvls, net) : 0;
   }
-  // All-to-all: every rank's traffic to other nodes leaves through its share of the NICs.
-  const uint32_t per_node = fabric.ranks / std::max(fabric.nodes, 1u);
   bw.direct = fabric.nvlink_gbps * tuning.ring_efficiency;
   bw.direct_net = net / std::max(per_node, 1u);
   return bw;
@@ -98,7 +134,7 @@ Bandwidths bandwidths(NcclOp op, const NcclFabric& fabric, const NcclTuning& tun
 
 void add_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const NcclTuning& tuning,
                     const Latencies& lat, bool predicted, std::vector<NcclEstimate>& out) {
-  const Bandwidths bw = bandwidths(op, fabric, tuning, predicted);
+  const Bandwidths bw = bandwidths(op, bytes, fabric, tuning, predicted);
   const uint32_t n = fabric.ranks;
   const uint32_t nodes = std::max(fabric.nodes, 1u);
   const bool multi = nodes > 1;

@@ -69,7 +69,13 @@ struct NcclTuning {
   bool nvls = false;                           // the NVLink switch reduces in-switch (NVLS)
   double nvls_efficiency = 0.6;                // NVLS algorithm bandwidth / NVLink bandwidth
   double nvls_latency_us = 25.0;               // NVLS latency beyond the launch
-  double net_efficiency = 0.9;                 // network bandwidth achieved / NIC line rate
+  // NVLS moves a buffer in chunks, each channel (CTA) syncing with the switch per chunk; NCCL
+  // shrinks the chunk for buffers that would not fill its channels x heads enough times, and the
+  // per-chunk sync then costs bandwidth (the steps of measured NVLS curves at 1 and 2 GiB).
+  uint32_t nvls_channels = 16;         // NCCL's NVLS channels (16 Hopper; 24 Blackwell in a node)
+  uint32_t nvls_chunk_bytes = 131072;  // NCCL_NVLS_CHUNKSIZE, the largest chunk
+  double nvls_chunk_us = 0;            // sync per chunk and channel (0: chunks cost nothing)
+  double net_efficiency = 0.9;         // network bandwidth achieved / NIC line rate
   bool operator==(const NcclTuning&) const = default;
 };
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "system/nccl_model.h"
 
@@ -62,6 +63,72 @@ TEST(NcclModel, nvls_serves_large_all_reduces_where_the_switch_reduces) {
   // NVLS is for all-reduce only here: an all-gather rides the ring.
   EXPECT_EQ(nccl_estimate(NcclOp::kAllGather, bytes, node(450), tuning).algorithm,
             NcclAlgorithm::kRing);
+}
+
+// NVLS's time with a per-chunk sync: the peak over (1 + sync x per-channel rate / chunk).
+double chunked_nvls_us(const NcclTuning& t, double gbps, uint64_t bytes, double chunk) {
+  const double peak = gbps * t.nvls_efficiency;
+  const double per_channel = peak * 1e3 / t.nvls_channels;
+  return t.launch_us + t.nvls_latency_us +
+         static_cast<double>(bytes) * (chunk + t.nvls_chunk_us * per_channel) /
+             (chunk * peak * 1e3);
+}
+
+NcclEstimate nvls_candidate(uint64_t bytes, const NcclFabric& fabric, const NcclTuning& tuning) {
+  for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, fabric, tuning)) {
+    if (c.algorithm == NcclAlgorithm::kNvls) return c;
+  }
+  ADD_FAILURE() << "no NVLS candidate";
+  return {};
+}
+
+TEST(NcclModel, nvls_chunks_shrink_for_smaller_buffers_as_nccls_enqueue_rules) {
+  NcclTuning tuning;
+  tuning.nvls = true;
+  tuning.nvls_channels = 16;  // 16 channels x 8 heads: 128 chunks in flight
+  tuning.nvls_chunk_bytes = 131072;
+  tuning.nvls_chunk_us = 0.5;
+  const NcclFabric fabric = node(450);
+  // 128 KiB chunks from 64 x 128 x 128 KiB = 1 GiB; 64 KiB from 8 x 128 x 64 KiB = 64 MiB;
+  // 32 KiB from 2 x 128 x 32 KiB = 8 MiB; 16 KiB below.
+  const uint64_t mib = uint64_t{1} << 20;
+  const std::pair<uint64_t, double> cases[] = {
+      {1024 * mib, 131072}, {1024 * mib - 1, 65536}, {64 * mib, 65536}, {64 * mib - 1, 32768},
+      {8 * mib, 32768},     {8 * mib - 1, 16384},    {1 * mib, 16384}};
+  for (const auto& [bytes, chunk] : cases) {
+    EXPECT_NEAR(nvls_candidate(bytes, fabric, tuning).time_us,
+                chunked_nvls_us(tuning, 450, bytes, chunk), 1e-9)
+        << bytes;
+  }
+  // The step the measured curves show: the same bytes per us below 1 GiB and more from it.
+  const double below =
+      static_cast<double>(512 * mib) / nvls_candidate(512 * mib, fabric, tuning).time_us;
+  const double above =
+      static_cast<double>(2048 * mib) / nvls_candidate(2048 * mib, fabric, tuning).time_us;
+  EXPECT_GT(above, below * 1.05);
+  // Without a per-chunk sync the chunk changes nothing (the model before chunks).
+  tuning.nvls_chunk_us = 0;
+  EXPECT_NEAR(nvls_candidate(64 * mib - 1, fabric, tuning).time_us,
+              tuning.launch_us + tuning.nvls_latency_us +
+                  static_cast<double>(64 * mib - 1) / (450 * tuning.nvls_efficiency * 1e3),
+              1e-9);
+}
+
+TEST(NcclModel, nvls_is_chosen_by_its_peak_even_where_small_chunks_make_it_slower) {
+  // NCCL's prediction knows no chunks: with a costly sync NVLS stays the choice and takes longer
+  // than the ring would have.
+  NcclTuning tuning;
+  tuning.nvls = true;
+  tuning.nvls_efficiency = 0.9;
+  tuning.nvls_chunk_us = 5;
+  const uint64_t bytes = uint64_t{256} << 20;
+  const NcclEstimate chosen = nccl_estimate(NcclOp::kAllReduce, bytes, node(450), tuning);
+  EXPECT_EQ(chosen.algorithm, NcclAlgorithm::kNvls);
+  double ring = 1e30;
+  for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, node(450), tuning)) {
+    if (c.algorithm == NcclAlgorithm::kRing) ring = std::min(ring, c.time_us);
+  }
+  EXPECT_LT(ring, chosen.time_us);
 }
 
 TEST(NcclModel, across_nodes_the_ring_is_capped_by_the_nics_of_a_node) {

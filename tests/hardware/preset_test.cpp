@@ -75,6 +75,9 @@ TEST(Preset, dgx_h100_values_come_from_its_file) {
   EXPECT_DOUBLE_EQ(p->nccl.launch_us, 3.5);
   EXPECT_EQ(p->nccl.channels, 16u);
   EXPECT_DOUBLE_EQ(p->nccl.nvlink_hop_us[1], 1.1);
+  EXPECT_EQ(p->nccl.nvls_channels, 16u);
+  EXPECT_EQ(p->nccl.nvls_chunk_bytes, 131072u);
+  EXPECT_DOUBLE_EQ(p->nccl.nvls_chunk_us, 0.28);
   Expected<HardwarePreset> a100 = load_preset("dgx-a100");
   ASSERT_TRUE(a100);
   EXPECT_FALSE(a100->nvls);
@@ -179,6 +182,8 @@ TEST(Preset, errors_name_file_line_and_key) {
                   "p.yaml:20: key 'collective_algorithm': unknown collective algorithm \"rng\"");
   EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  channels: 0\n"),
                   "p.yaml:21: key 'nccl.channels': 0 is out of range (expected 1 to 64)");
+  EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  nvls_chunk_bytes: 100\n"),
+                  "p.yaml:21: key 'nccl.nvls_chunk_bytes': 100 is out of range (expected 4096 to");
   EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  net_hop_us: [1, 2]\n"),
                   "p.yaml:21: key 'nccl.net_hop_us': expected 3 numbers [LL, LL128, Simple]");
   EXPECT_CONTAINS(error_of(std::string(kValid) + "extra: 1\n"),
