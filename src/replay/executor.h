@@ -17,7 +17,10 @@
 //     integer tensors within their recorded range (tensor_range), else within the size of the
 //     dimension they index (an argument named indices, index or target of an operator with a
 //     weight or self tensor), embedding offsets evenly spaced over their indices, other integers
-//     zero; bool tensors random.
+//     zero; bool tensors random; the affine scale and shift of a normalization (`weight`, `bias`
+//     of an op named *norm*) uniform in [0.5, 1.5) and [-0.1, 0.1), near PyTorch's 1 and 0;
+//   - storages ops write in place are restored before every iteration (restore()), so a training
+//     replay's optimizer, fed gradients of random data, does not drift its parameters away.
 // An operator that cannot be built (unknown to this libtorch, an argument it cannot make: a
 // ProcessGroup, a Dimname) keeps the reason; run() of an operator that throws returns the error's
 // first line. Nothing here includes libtorch in its header: torch_executor.cpp is the one file
@@ -56,6 +59,10 @@ class Executor {
   const std::optional<std::string>& build_failure(size_t index) const;
   // Runs compute op `index` once; returns its wall time in nanoseconds, or the error's first line.
   Expected<int64_t> run(size_t index);
+  // Puts back the initial contents of the storages ops write in place (parameters, optimizer
+  // state, running statistics; each up to 64 MiB, 1 GiB in all; adjustments() counts them and
+  // those left), so every iteration runs on the data the first one had.
+  void restore();
 
   // The values of plan tensor `index` as the replay holds them, as doubles (tests, debugging).
   std::vector<double> values(uint32_t index);

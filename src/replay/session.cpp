@@ -465,6 +465,7 @@ Expected<SessionResult> run_session(const ReplayPlan& plan, Executor& executor,
   const int passes = 1 + options.warmup + options.iterations;
   for (int pass = 0; pass < passes; ++pass) {
     const bool measured = pass > options.warmup;
+    executor.restore();  // untimed: every pass starts from the same state
     if (Status together = communicator.barrier(); !together) return together.error();
     struct Pending {
       uint64_t number;

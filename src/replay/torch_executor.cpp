@@ -78,6 +78,18 @@ struct Place {
   size_t slot = 0;    // in Executor::Impl::slots
 };
 
+// How a floating storage is filled. Uniform(-1, 1) by default. Variances positive: uniform(-1, 1)
+// there made normalizations' outputs NaN, and the kernels after them timed NaNs, whose comparisons
+// take other branches than numbers do. Normalizations' scales positive near 1 and shifts near 0:
+// with uniform(-1, 1) ones whole channels came out all zero or all positive after a ReLU, and
+// max-pooling (its time on a CPU follows how often a window's running maximum changes) ran three
+// times faster than on the data PyTorch's own run had.
+enum class Fill : uint8_t {
+  kSymmetric,  // uniform [-1, 1)
+  kPositive,   // uniform [0.5, 1.5)
+  kShift,      // uniform [-0.1, 0.1)
+};
+
 struct PreparedOp {
   std::function<void(torch::jit::Stack&)> call;
   std::vector<c10::IValue> args;
@@ -108,10 +120,12 @@ struct Executor::Impl {
   std::vector<std::optional<std::string>> failures;
   std::map<std::string, uint64_t> adjustments;
   std::vector<IntegerUse> integer_uses;  // per storage
-  // Per storage: a floating tensor that must hold positive values (a variance or its inverse
-  // square root; uniform(-1, 1) there would make a normalization's outputs NaN, and the kernels
-  // after it would time NaNs, whose comparisons take other branches than numbers do).
-  std::vector<bool> positive;
+  // Per storage: how a floating tensor is filled (note_normalization_uses).
+  std::vector<Fill> fills;
+  // Per storage: whether a built op writes it in place (its schema marks the argument `(a!)`).
+  std::vector<bool> written;
+  // The initial contents of the storages written in place, put back before every iteration.
+  std::vector<std::pair<size_t, at::Tensor>> snapshots;
   std::vector<c10::IValue> slots;  // outputs kept for later readers, this iteration
   uint64_t allocated = 0;
   const std::optional<std::string> none;
@@ -283,22 +297,75 @@ struct Executor::Impl {
       return fmt::format("its arguments cannot be made: {}", first_line(failure.what()));
     }
     note_integer_uses(op, params);
-    note_positive_uses(op, params);
+    note_normalization_uses(op, params);
+    note_writes(op, params);
     prepared[index] = std::move(ready);
     return std::nullopt;
   }
 
-  // Floating arguments that must be positive, by their schema names: running_var (batch_norm,
-  // native_batch_norm and their backward), var, invstd and save_invstd.
-  void note_positive_uses(const ReplayOp& op, const std::vector<c10::Argument>& params) {
+  // What normalizations read, by the schema's argument names: variances and their inverse square
+  // roots (running_var, var, invstd, save_invstd) positive, and the affine scale (`weight`) and
+  // shift (`bias`) of an op named *norm* (batch, layer, group, instance norms and their backward)
+  // as PyTorch initializes them and training keeps them, near 1 and near 0.
+  void note_normalization_uses(const ReplayOp& op, const std::vector<c10::Argument>& params) {
+    const bool normalization = op.name.find("norm") != std::string::npos;
     for (size_t at = 0; at < params.size() && at < op.inputs.size(); ++at) {
       const std::string& name = params[at].name();
-      if (name != "running_var" && name != "var" && name != "invstd" && name != "save_invstd")
+      Fill fill = Fill::kSymmetric;
+      if (name == "running_var" || name == "var" || name == "invstd" || name == "save_invstd") {
+        fill = Fill::kPositive;
+      } else if (normalization && name == "weight") {
+        fill = Fill::kPositive;
+      } else if (normalization && name == "bias") {
+        fill = Fill::kShift;
+      } else {
         continue;
+      }
       const Arg& arg = op.inputs[at];
       if (arg.kind != Arg::Kind::kTensor) continue;
       const TensorView& view = plan->tensors[arg.tensor];
-      if (!is_integral(view.dtype) && view.dtype != DType::kBool) positive[view.storage] = true;
+      if (!is_integral(view.dtype) && view.dtype != DType::kBool) fills[view.storage] = fill;
+    }
+  }
+
+  // Storages an op writes in place: optimizer updates, running statistics, accumulated gradients.
+  void note_writes(const ReplayOp& op, const std::vector<c10::Argument>& params) {
+    for (size_t at = 0; at < params.size() && at < op.inputs.size(); ++at) {
+      const c10::AliasInfo* alias = params[at].alias_info();
+      if (alias == nullptr || !alias->isWrite()) continue;
+      const Arg& arg = op.inputs[at];
+      if (arg.kind == Arg::Kind::kTensor) written[plan->tensors[arg.tensor].storage] = true;
+      for (const Arg& item : arg.items)
+        if (item.kind == Arg::Kind::kTensor) written[plan->tensors[item.tensor].storage] = true;
+    }
+  }
+
+  // Keeps the initial contents of the storages written in place, up to a bound per storage and in
+  // all, so every iteration starts from the state the first one had. Without it a training
+  // replay's optimizer ops, fed gradients of random data, drove the parameters away within two
+  // iterations (the CNN's batch-norm shifts grew until every ReLU output was positive), and the
+  // data-dependent kernels were timed on data no real run has.
+  void snapshot_written() {
+    constexpr uint64_t kMaxStorage = uint64_t{64} << 20;
+    constexpr uint64_t kMaxTotal = uint64_t{1} << 30;
+    uint64_t total = 0;
+    uint64_t left = 0;
+    for (size_t index = 0; index < storages.size(); ++index) {
+      if (!written[index]) continue;
+      const uint64_t bytes = plan->storages[index].bytes;
+      if (bytes > kMaxStorage || total + bytes > kMaxTotal) {
+        ++left;
+        continue;
+      }
+      snapshots.emplace_back(index, storages[index].clone());
+      total += bytes;
+    }
+    if (!snapshots.empty()) {
+      adjustments[fmt::format("storages written in place ({:.1f} MiB) restored before each pass",
+                              static_cast<double>(total) / (1 << 20))] += snapshots.size();
+    }
+    if (left > 0) {
+      adjustments["storages written in place not restored (over 64 MiB, or 1 GiB in all)"] += left;
     }
   }
 
@@ -456,8 +523,10 @@ struct Executor::Impl {
         } else {
           flat.zero_();
         }
-      } else if (positive[index]) {
+      } else if (fills[index] == Fill::kPositive) {
         flat.uniform_(0.5, 1.5, generator);
+      } else if (fills[index] == Fill::kShift) {
+        flat.uniform_(-0.1, 0.1, generator);
       } else {
         flat.uniform_(-1.0, 1.0, generator);
       }
@@ -488,7 +557,8 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ReplayPlan& plan,
   impl->prepared.resize(plan.ops.size());
   impl->failures.resize(plan.ops.size());
   impl->integer_uses.resize(plan.storages.size());
-  impl->positive.assign(plan.storages.size(), false);
+  impl->fills.assign(plan.storages.size(), Fill::kSymmetric);
+  impl->written.assign(plan.storages.size(), false);
   for (size_t index = 0; index < plan.ops.size(); ++index) {
     if (plan.ops[index].kind != OpKind::kCompute) continue;
     impl->failures[index] = impl->build(index);
@@ -501,6 +571,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ReplayPlan& plan,
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
   try {
     impl->fill(generator);
+    impl->snapshot_written();
   } catch (const std::exception& failure) {
     return Error::make(ErrorKind::kInvalidArgument, "{}: cannot fill the storages: {}", plan.path,
                        first_line(failure.what()));
@@ -514,6 +585,10 @@ Executor::~Executor() = default;
 const std::optional<std::string>& Executor::build_failure(size_t index) const {
   if (index >= impl_->failures.size()) return impl_->none;
   return impl_->failures[index];
+}
+
+void Executor::restore() {
+  for (const auto& [index, initial] : impl_->snapshots) impl_->storages[index].copy_(initial);
 }
 
 Expected<int64_t> Executor::run(size_t index) {

@@ -94,6 +94,63 @@ TEST(ReplayExecutor, normalizations_see_positive_variances_and_give_numbers) {
   EXPECT_EQ(norms, 2u);
 }
 
+// A normalization's affine scale and shift start near PyTorch's 1 and 0: with uniform(-1, 1) ones
+// whole channels came out all zero or all positive after the ReLU, and the max-pools after them
+// ran three times faster than in PyTorch's own run.
+TEST(ReplayExecutor, normalization_scales_and_shifts_are_near_one_and_zero) {
+  const Replayed run = replay_recorded("cnn_infer");  // no optimizer step after the fill
+  ASSERT_TRUE(run.executor);
+  size_t norms = 0;
+  for (const ReplayOp& op : run.plan.ops) {
+    if (op.name != "aten::batch_norm") continue;
+    ++norms;
+    ASSERT_GE(op.inputs.size(), 3u);  // batch_norm(input, weight, bias, ...)
+    for (double v : run.executor->values(op.inputs[1].tensor)) {
+      EXPECT_GE(v, 0.5);
+      EXPECT_LT(v, 1.5);
+    }
+    for (double v : run.executor->values(op.inputs[2].tensor)) {
+      EXPECT_GE(v, -0.1);
+      EXPECT_LT(v, 0.1);
+    }
+  }
+  EXPECT_EQ(norms, 2u);
+}
+
+// What ops write in place is put back before every pass: after six passes of `self += other` the
+// storage holds its initial values plus `other` once, not six times.
+TEST(ReplayExecutor, storages_written_in_place_start_every_pass_as_the_first) {
+  Expected<convert::HostTrace> host = test::host_from_text(test::flat_trace(R"J(
+    {"id": 4, "name": "aten::add_", "parent": 3, "tid": 1,
+     "op_schema": "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+     "inputs": [[1, 20, 0, 8, 4, "cpu"], [2, 21, 0, 8, 4, "cpu"], 1],
+     "input_shapes": [[8], [8], []], "input_types": ["Tensor(float)", "Tensor(float)", "Int"],
+     "outputs": [[1, 20, 0, 8, 4, "cpu"]], "output_shapes": [[8]], "output_types": ["Tensor(float)"]})J"));
+  ASSERT_TRUE(host) << host.error().message();
+  Expected<ReplayPlan> plan = build_plan(*host, {});
+  ASSERT_TRUE(plan) << plan.error().message();
+  Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, {});
+  ASSERT_TRUE(executor) << executor.error().message();
+  const uint32_t self = plan->ops[0].inputs[0].tensor;
+  const uint32_t other = plan->ops[0].inputs[1].tensor;
+  const std::vector<double> initial = (*executor)->values(self);
+  const std::vector<double> addend = (*executor)->values(other);
+  std::unique_ptr<Communicator> local = make_local_communicator();
+  SessionOptions session;
+  session.warmup = 2;
+  session.iterations = 3;
+  ASSERT_TRUE(run_session(*plan, **executor, *local, session));
+  const std::vector<double> after = (*executor)->values(self);
+  ASSERT_EQ(after.size(), 8u);
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_FLOAT_EQ(static_cast<float>(after[i]), static_cast<float>(initial[i] + addend[i])) << i;
+  }
+  bool counted = false;
+  for (const auto& [what, count] : (*executor)->adjustments())
+    counted |= what.find("written in place") != std::string::npos && count == 1;
+  EXPECT_TRUE(counted);
+}
+
 // Index tensors stay within what they index: the recorded range, else the size of the dimension
 // (embedding rows, loss classes), embedding-bag offsets evenly spaced over the indices.
 TEST(ReplayExecutor, integer_tensors_stay_in_range) {
