@@ -29,10 +29,11 @@ TEST(ReplayMpi, two_processes_replay_ddp_with_real_all_reduces) {
   // processes (not this test) run without leak detection. mpirun passes the variable on.
   if (const char* asan = std::getenv("ASAN_OPTIONS"); asan != nullptr)
     setenv("ASAN_OPTIONS", (std::string(asan) + ":detect_leaks=0").c_str(), 1);
-  const CommandResult run = run_program(
-      mpirun, {"--allow-run-as-root", "--oversubscribe", "-np", "2", ORRERY_BINARY, "replay",
-               "--dir", test::test_data("pytorch/recorded/ddp"), "--warmup", "0", "--iterations",
-               "2", "--threads", "1", "--json", "-o", dir.file("ddp.json")});
+  const CommandResult run =
+      run_program(mpirun, {"--allow-run-as-root", "--oversubscribe", "-np", "2", ORRERY_BINARY,
+                           "replay", "--dir", test::test_data("pytorch/recorded/ddp"), "--warmup",
+                           "0", "--iterations", "2", "--threads", "1", "--json", "-o",
+                           dir.file("ddp.json"), "--emit-chakra", dir.file("out/ddp")});
   ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
   const nlohmann::json job = nlohmann::json::parse(run.out);
   EXPECT_EQ(job.at("world"), 2);
@@ -52,6 +53,33 @@ TEST(ReplayMpi, two_processes_replay_ddp_with_real_all_reduces) {
     EXPECT_EQ(bytes, (std::vector<uint64_t>{267'786 * 4, 131'584 * 4}));
   }
   EXPECT_EQ(nlohmann::json::parse(read_whole_file(dir.file("ddp.json"))), job);
+  // The emitted traces carry each all-reduce's measured time once, on its communication node; the
+  // host op that issued it takes none (it would otherwise count as compute too).
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string et = dir.file("out/ddp." + std::to_string(rank) + ".et");
+    const std::string json = dir.file("ddp." + std::to_string(rank) + ".json");
+    ASSERT_EQ(run_program(ORRERY_BINARY, {"trace", "to-json", et, "-o", json}).exit_code, 0);
+    const nlohmann::json trace = nlohmann::json::parse(read_whole_file(json));
+    size_t colls = 0;
+    size_t issuers = 0;
+    const auto micros = [](const nlohmann::json& node) -> uint64_t {  // JSON writes uint64 as text
+      if (!node.contains("duration_micros")) return 0;
+      const nlohmann::json& value = node.at("duration_micros");
+      return value.is_string() ? std::stoull(value.get<std::string>()) : value.get<uint64_t>();
+    };
+    for (const nlohmann::json& node : trace.at("nodes")) {
+      if (node.value("name", "") != "gloo:all_reduce") continue;
+      if (node.at("type") == "COMM_COLL_NODE") {
+        ++colls;
+        EXPECT_GT(micros(node), 0u) << node.dump();
+      } else {
+        ++issuers;
+        EXPECT_EQ(micros(node), 0u) << node.dump();
+      }
+    }
+    EXPECT_EQ(colls, 2u);
+    EXPECT_EQ(issuers, 2u);
+  }
 }
 
 }  // namespace mpi_replay_test
