@@ -801,4 +801,34 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
   return plan;
 }
 
+std::vector<uint32_t> op_storages(const ReplayPlan& plan, const ReplayOp& op) {
+  std::vector<uint32_t> out;
+  const auto walk = [&](const auto& self, const Arg& arg) -> void {
+    if (arg.kind == Arg::Kind::kTensor) out.push_back(plan.tensors[arg.tensor].storage);
+    for (const Arg& item : arg.items) self(self, item);
+  };
+  for (const Arg& arg : op.inputs) walk(walk, arg);
+  for (const Arg& arg : op.outputs) walk(walk, arg);
+  if (op.comm) {
+    for (const uint32_t tensor : op.comm->tensors) out.push_back(plan.tensors[tensor].storage);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool share_storage(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  size_t i = 0;
+  size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] == b[j]) return true;
+    if (a[i] < b[j]) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return false;
+}
+
 }  // namespace orrery::replay

@@ -179,4 +179,9 @@ Expected<ReplayPlan> build_plan(const convert::HostTrace& trace, const PlanOptio
 // empty view.
 uint64_t view_extent_bytes(const TensorView& view);
 
+// The storages an op reads or writes (its tensors, a communication's too), ascending, unique.
+std::vector<uint32_t> op_storages(const ReplayPlan& plan, const ReplayOp& op);
+// Whether two ascending lists of storages share one.
+bool share_storage(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
+
 }  // namespace orrery::replay

@@ -71,6 +71,28 @@ Expected<uint64_t> emit_chakra(const convert::HostTrace& host, const ReplayPlan&
     measured[op.comm ? op.comm->described_node : op.node_id] = micros;
     if (op.comm) communicating.insert(op.comm->described_node);
   }
+  // Where the replay waits for a communication (the first later replayed compute op that shares
+  // a storage with it), the simulation waits too: that op depends on the communication node.
+  // Without the edge the simulated optimizer updated the parameters before the gradients'
+  // all-reduce had ended.
+  std::unordered_map<uint64_t, uint64_t> waiter_of;  // described host node -> waiting host node
+  {
+    std::vector<std::vector<uint32_t>> storages(plan.ops.size());
+    for (size_t index = 0; index < plan.ops.size(); ++index)
+      storages[index] = op_storages(plan, plan.ops[index]);
+    for (size_t at = 0; at < plan.ops.size(); ++at) {
+      const ReplayOp& comm = plan.ops[at];
+      if (!comm.comm || !session.ops[at].replayed) continue;
+      for (size_t later = at + 1; later < plan.ops.size(); ++later) {
+        const ReplayOp& op = plan.ops[later];
+        if (op.kind != OpKind::kCompute || !session.ops[later].replayed) continue;
+        if (share_storage(storages[at], storages[later])) {
+          waiter_of[comm.comm->described_node] = op.node_id;
+          break;
+        }
+      }
+    }
+  }
   const auto in_iteration = [&plan](uint64_t id) {
     return id >= plan.iteration_begin && id < plan.iteration_end;
   };
@@ -109,6 +131,19 @@ Expected<uint64_t> emit_chakra(const convert::HostTrace& host, const ReplayPlan&
     }
     kept_ids.insert(node.id());
     kept.push_back(std::move(node));
+  }
+  std::unordered_map<uint64_t, size_t> index_of;
+  for (size_t index = 0; index < kept.size(); ++index) index_of[kept[index].id()] = index;
+  for (const ChakraProtoMsg::Node& node : kept) {
+    const bool comm = node.type() == ChakraProtoMsg::COMM_COLL_NODE ||
+                      node.type() == ChakraProtoMsg::COMM_SEND_NODE ||
+                      node.type() == ChakraProtoMsg::COMM_RECV_NODE;
+    const ChakraProtoMsg::AttributeProto* launcher = find_attr(node, "host_op_id");
+    if (!comm || launcher == nullptr) continue;
+    const auto waiter = waiter_of.find(static_cast<uint64_t>(launcher->int64_val()));
+    if (waiter == waiter_of.end()) continue;
+    if (const auto at = index_of.find(waiter->second); at != index_of.end())
+      kept[at->second].add_data_deps(node.id());
   }
   for (ChakraProtoMsg::Node& node : kept) {
     google::protobuf::RepeatedField<uint64_t> deps;

@@ -141,36 +141,6 @@ class CommWorker {
   std::optional<Error> failure_;
 };
 
-std::vector<uint32_t> storages_of(const ReplayPlan& plan, const ReplayOp& op) {
-  std::vector<uint32_t> out;
-  const auto walk = [&](const auto& self, const Arg& arg) -> void {
-    if (arg.kind == Arg::Kind::kTensor) out.push_back(plan.tensors[arg.tensor].storage);
-    for (const Arg& item : arg.items) self(self, item);
-  };
-  for (const Arg& arg : op.inputs) walk(walk, arg);
-  for (const Arg& arg : op.outputs) walk(walk, arg);
-  if (op.comm) {
-    for (const uint32_t tensor : op.comm->tensors) out.push_back(plan.tensors[tensor].storage);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-bool intersects(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
-  size_t i = 0;
-  size_t j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (a[i] == b[j]) return true;
-    if (a[i] < b[j]) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 std::vector<CommSetup> plan_communication(const ReplayPlan& plan, uint32_t rank, uint32_t world,
@@ -453,7 +423,7 @@ Expected<SessionResult> run_session(const ReplayPlan& plan, Executor& executor,
 
   std::vector<std::vector<uint32_t>> touched(plan.ops.size());
   for (size_t index = 0; index < plan.ops.size(); ++index)
-    touched[index] = storages_of(plan, plan.ops[index]);
+    touched[index] = op_storages(plan, plan.ops[index]);
 
   const bool async = options.async_comm && communicator.serialized_threads();
   if (options.async_comm && !async)
@@ -494,7 +464,7 @@ Expected<SessionResult> run_session(const ReplayPlan& plan, Executor& executor,
       if (worker && !pending.empty()) {
         std::optional<uint64_t> wait_for;
         for (const Pending& item : pending) {
-          if (intersects(touched[index], touched[item.op])) wait_for = item.number;
+          if (share_storage(touched[index], touched[item.op])) wait_for = item.number;
         }
         if (wait_for) {
           const int64_t begin = steady_ns();

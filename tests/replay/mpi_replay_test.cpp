@@ -79,6 +79,22 @@ TEST(ReplayMpi, two_processes_replay_ddp_with_real_all_reduces) {
     }
     EXPECT_EQ(colls, 2u);
     EXPECT_EQ(issuers, 2u);
+    // Where the replay waited for an all-reduce (the first later op on its tensors), the trace
+    // makes that op depend on it, so the simulated step waits too.
+    for (const nlohmann::json& coll : trace.at("nodes")) {
+      if (coll.at("type") != "COMM_COLL_NODE") continue;
+      const std::string id = coll.at("id").is_string()
+                                 ? coll.at("id").get<std::string>()
+                                 : std::to_string(coll.at("id").get<uint64_t>());
+      bool waited = false;
+      for (const nlohmann::json& node : trace.at("nodes")) {
+        if (node.at("type") != "COMP_NODE" || !node.contains("data_deps")) continue;
+        for (const nlohmann::json& dep : node.at("data_deps"))
+          waited |= (dep.is_string() ? dep.get<std::string>()
+                                     : std::to_string(dep.get<uint64_t>())) == id;
+      }
+      EXPECT_TRUE(waited) << "nothing waits for " << coll.dump();
+    }
   }
 }
 
