@@ -78,12 +78,7 @@ struct Place {
   size_t slot = 0;    // in Executor::Impl::slots
 };
 
-// How a floating storage is filled. Uniform(-1, 1) by default. Variances positive: uniform(-1, 1)
-// there made normalizations' outputs NaN, and the kernels after them timed NaNs, whose comparisons
-// take other branches than numbers do. Normalizations' scales positive near 1 and shifts near 0:
-// with uniform(-1, 1) ones whole channels came out all zero or all positive after a ReLU, and
-// max-pooling (its time on a CPU follows how often a window's running maximum changes) ran three
-// times faster than on the data PyTorch's own run had.
+// How a floating storage is filled (why: note_normalization_uses).
 enum class Fill : uint8_t {
   kSymmetric,  // uniform [-1, 1)
   kPositive,   // uniform [0.5, 1.5)
@@ -306,7 +301,10 @@ struct Executor::Impl {
   // What normalizations read, by the schema's argument names: variances and their inverse square
   // roots (running_var, var, invstd, save_invstd) positive, and the affine scale (`weight`) and
   // shift (`bias`) of an op named *norm* (batch, layer, group, instance norms and their backward)
-  // as PyTorch initializes them and training keeps them, near 1 and near 0.
+  // as PyTorch initializes them and training keeps them, near 1 and near 0. Uniform(-1, 1)
+  // variances made the outputs NaN, and the kernels after them timed NaNs; uniform(-1, 1) scales
+  // and shifts left whole channels all zero or all positive after a ReLU, and max-pooling (whose
+  // time follows how often a window's maximum changes) ran three times fast.
   void note_normalization_uses(const ReplayOp& op, const std::vector<c10::Argument>& params) {
     const bool normalization = op.name.find("norm") != std::string::npos;
     for (size_t at = 0; at < params.size() && at < op.inputs.size(); ++at) {

@@ -114,6 +114,42 @@ TEST(NcclModel, nvls_chunks_shrink_for_smaller_buffers_as_nccls_enqueue_rules) {
               1e-9);
 }
 
+TEST(NcclModel, nvls_tree_chunks_follow_their_own_steps_and_the_four_node_cap) {
+  // NICs far faster than NVLS, so NVLS-tree's bandwidth is the chunked NVLS rate.
+  NcclTuning tuning;
+  tuning.nvls = true;
+  tuning.nvls_channels = 16;
+  tuning.nvls_chunk_bytes = 262144;
+  tuning.nvls_chunk_us = 0.5;
+  const auto tree_us = [&](uint32_t nodes, uint64_t bytes) {
+    NcclFabric fabric = node(450);
+    fabric.nodes = nodes;
+    fabric.ranks = 8 * nodes;
+    fabric.net_gbps = 1e6;
+    for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, fabric, tuning))
+      if (c.algorithm == NcclAlgorithm::kNvlsTree) return c.time_us;
+    ADD_FAILURE() << "no NVLS-tree candidate";
+    return 0.0;
+  };
+  const auto expected = [&](uint32_t nodes, uint64_t bytes, double chunk) {
+    const double latency = tuning.launch_us + tuning.nvls_latency_us +
+                           2 * std::log2(static_cast<double>(nodes)) * tuning.net_hop_us[2];
+    return chunked_nvls_us(tuning, 450, bytes, chunk) - tuning.launch_us - tuning.nvls_latency_us +
+           latency;
+  };
+  // 16 channels x 8 heads = 128 chunks in flight; each step compares with the chunk so far, as
+  // NCCL's does. Two nodes: 256 KiB from 16 x 128 x 256 KiB = 512 MiB, 128 KiB down to
+  // 4 x 128 x 128 KiB = 64 MiB, 64 KiB down to 128 x 64 KiB = 8 MiB, 32 KiB below.
+  const uint64_t mib = uint64_t{1} << 20;
+  const std::pair<uint64_t, double> cases[] = {{512 * mib, 262144}, {512 * mib - 1, 131072},
+                                               {64 * mib, 131072},  {64 * mib - 1, 65536},
+                                               {8 * mib, 65536},    {8 * mib - 1, 32768}};
+  for (const auto& [bytes, chunk] : cases)
+    EXPECT_NEAR(tree_us(2, bytes), expected(2, bytes, chunk), 1e-9) << bytes;
+  // From four nodes the chunk is at most 64 KiB, however large the buffer.
+  EXPECT_NEAR(tree_us(4, 4096 * mib), expected(4, 4096 * mib, 65536), 1e-9);
+}
+
 TEST(NcclModel, nvls_is_chosen_by_its_peak_even_where_small_chunks_make_it_slower) {
   // NCCL's prediction knows no chunks: with a costly sync NVLS stays the choice and takes longer
   // than the ring would have.

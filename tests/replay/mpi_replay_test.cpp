@@ -2,11 +2,14 @@
 // visibly, where mpirun is not installed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "chakra/trace_file.h"
 #include "e2e/run_command.h"
 #include "replay_test_support.h"
 
@@ -56,45 +59,37 @@ TEST(ReplayMpi, two_processes_replay_ddp_with_real_all_reduces) {
   // The emitted traces carry each all-reduce's measured time once, on its communication node; the
   // host op that issued it takes none (it would otherwise count as compute too).
   for (int rank = 0; rank < 2; ++rank) {
-    const std::string et = dir.file("out/ddp." + std::to_string(rank) + ".et");
-    const std::string json = dir.file("ddp." + std::to_string(rank) + ".json");
-    ASSERT_EQ(run_program(ORRERY_BINARY, {"trace", "to-json", et, "-o", json}).exit_code, 0);
-    const nlohmann::json trace = nlohmann::json::parse(read_whole_file(json));
+    Expected<chakra::TraceReader> reader =
+        chakra::TraceReader::open(dir.file("out/ddp." + std::to_string(rank) + ".et"));
+    ASSERT_TRUE(reader) << reader.error().message();
+    std::vector<ChakraProtoMsg::Node> nodes;
+    for (ChakraProtoMsg::Node node;;) {
+      Expected<bool> more = reader->next(node);
+      ASSERT_TRUE(more) << more.error().message();
+      if (!*more) break;
+      nodes.push_back(node);
+    }
     size_t colls = 0;
     size_t issuers = 0;
-    const auto micros = [](const nlohmann::json& node) -> uint64_t {  // JSON writes uint64 as text
-      if (!node.contains("duration_micros")) return 0;
-      const nlohmann::json& value = node.at("duration_micros");
-      return value.is_string() ? std::stoull(value.get<std::string>()) : value.get<uint64_t>();
-    };
-    for (const nlohmann::json& node : trace.at("nodes")) {
-      if (node.value("name", "") != "gloo:all_reduce") continue;
-      if (node.at("type") == "COMM_COLL_NODE") {
+    for (const ChakraProtoMsg::Node& node : nodes) {
+      if (node.name() != "gloo:all_reduce") continue;
+      if (node.type() == ChakraProtoMsg::COMM_COLL_NODE) {
         ++colls;
-        EXPECT_GT(micros(node), 0u) << node.dump();
+        EXPECT_GT(node.duration_micros(), 0u) << node.id();
+        // Where the replay waited for it (the first later op on its tensors), an op depends on
+        // it, so the simulated step waits too.
+        const bool waited = std::any_of(nodes.begin(), nodes.end(), [&](const auto& other) {
+          return other.type() == ChakraProtoMsg::COMP_NODE &&
+                 std::count(other.data_deps().begin(), other.data_deps().end(), node.id()) > 0;
+        });
+        EXPECT_TRUE(waited) << "nothing waits for node " << node.id();
       } else {
         ++issuers;
-        EXPECT_EQ(micros(node), 0u) << node.dump();
+        EXPECT_EQ(node.duration_micros(), 0u) << node.id();
       }
     }
     EXPECT_EQ(colls, 2u);
     EXPECT_EQ(issuers, 2u);
-    // Where the replay waited for an all-reduce (the first later op on its tensors), the trace
-    // makes that op depend on it, so the simulated step waits too.
-    for (const nlohmann::json& coll : trace.at("nodes")) {
-      if (coll.at("type") != "COMM_COLL_NODE") continue;
-      const std::string id = coll.at("id").is_string()
-                                 ? coll.at("id").get<std::string>()
-                                 : std::to_string(coll.at("id").get<uint64_t>());
-      bool waited = false;
-      for (const nlohmann::json& node : trace.at("nodes")) {
-        if (node.at("type") != "COMP_NODE" || !node.contains("data_deps")) continue;
-        for (const nlohmann::json& dep : node.at("data_deps"))
-          waited |= (dep.is_string() ? dep.get<std::string>()
-                                     : std::to_string(dep.get<uint64_t>())) == id;
-      }
-      EXPECT_TRUE(waited) << "nothing waits for " << coll.dump();
-    }
   }
 }
 
