@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
                  "libtorch intra-op threads (default: libtorch's, OMP_NUM_THREADS)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--seed", options.seed, "seed of the tensor contents")->capture_default_str();
+  app.add_flag("--keep-subnormals", options.keep_subnormals,
+               "compute with subnormal floats (default: flushed to zero, as their slow arithmetic "
+               "makes times depend on the random tensor contents)");
   app.add_flag("--sync-comm", sync_comm,
                "run each collective where it was issued, blocking (default: on a communication "
                "thread, waited for by the first operator that uses its tensors)");

@@ -42,6 +42,11 @@ namespace orrery::replay {
 struct ExecutorOptions {
   uint64_t seed = 0;
   int threads = 0;  // intra-op threads; 0 keeps libtorch's default
+  // Subnormal floats flushed to zero (FTZ and DAZ on the replay's threads). Subnormal arithmetic
+  // takes microcode assists on x86 (a GEMM on subnormal inputs runs 10-100x slower), so it makes
+  // an operator's time depend on its values, which a trace does not record: the replay's random
+  // data and the recorded run's real data differ there, in either direction.
+  bool flush_subnormals = true;
 };
 
 class Executor {

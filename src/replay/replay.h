@@ -39,7 +39,8 @@ struct ReplayOptions {
   int threads = 0;
   uint64_t seed = 0;
   bool async_comm = true;
-  std::string emit_chakra;  // "" for none
+  bool keep_subnormals = false;  // ExecutorOptions::flush_subnormals, inverted
+  std::string emit_chakra;       // "" for none
 };
 
 struct ReplayOutcome {

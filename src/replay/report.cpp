@@ -119,6 +119,7 @@ RankReport make_rank_report(const ReportInputs& inputs) {
   report.communicator = session.communicator;
   report.libtorch = inputs.libtorch;
   report.threads = inputs.threads;
+  report.subnormals_flushed = inputs.subnormals_flushed;
   report.warmup = session.warmup;
   report.iterations = session.iterations;
   report.storage_bytes = inputs.storage_bytes;
@@ -273,6 +274,7 @@ json rank_json(const RankReport& report) {
           {"device", report.device},
           {"libtorch", report.libtorch},
           {"threads", report.threads},
+          {"subnormals", report.subnormals_flushed ? "flushed" : "kept"},
           {"communicator", report.communicator},
           {"warmup", report.warmup},
           {"iterations", report.iterations},
@@ -339,8 +341,9 @@ std::string format_text(const RankReport& report, size_t top) {
                                       : std::string("one rank"),
                      report.device, report.threads, report.threads == 1 ? "" : "s", report.libtorch,
                      report.communicator);
-  out += fmt::format("  iterations      {} warm-up, {} measured (after a check pass)\n",
-                     report.warmup, report.iterations);
+  out += fmt::format(
+      "  iterations      {} warm-up, {} measured (after a check pass); subnormals {}\n",
+      report.warmup, report.iterations, report.subnormals_flushed ? "flushed to zero" : "kept");
   const Spread& wall = report.iteration_us;
   out += fmt::format("  iteration       {} median (min {}, max {}, quartiles {} to {}); CPU {}\n",
                      us_text(wall.median), us_text(wall.min), us_text(wall.max), us_text(wall.p25),

@@ -83,6 +83,7 @@ struct RankReport {
   std::string device = "cpu";
   std::string libtorch;
   int threads = 0;
+  bool subnormals_flushed = true;
   int warmup = 0;
   int iterations = 0;
   Spread iteration_us;
@@ -115,6 +116,7 @@ struct ReportInputs {
   const SessionResult* session = nullptr;
   std::string libtorch;
   int threads = 0;
+  bool subnormals_flushed = true;
   std::map<std::string, uint64_t> adjustments;
   uint64_t storage_bytes = 0;
 };

@@ -538,6 +538,8 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ReplayPlan& plan,
   impl->plan = &plan;
   impl->options = options;
   if (options.threads > 0) at::set_num_threads(options.threads);
+  // Threads created later (libtorch's intra-op pool) inherit the mode from this one.
+  at::globalContext().setFlushDenormal(options.flush_subnormals);
   at::manual_seed(options.seed);
   try {
     impl->storages.reserve(plan.storages.size());

@@ -38,7 +38,7 @@ TEST(ReplayCli, help_names_every_option) {
   for (const char* flag :
        {"--profile", "--dir", "--rank", "--iteration", "--warmup", "--iterations", "--threads",
         "--seed", "--sync-comm", "--emit-chakra", "--json", "--output", "--html", "--top",
-        "--quiet", "--calibration-table"})
+        "--quiet", "--calibration-table", "--keep-subnormals"})
     EXPECT_NE(result.out.find(flag), std::string::npos) << flag;
   EXPECT_NE(run_orrery({"--help"}).out.find("replay"), std::string::npos);
 }
@@ -63,6 +63,7 @@ TEST(ReplayCli, json_reports_times_and_coverage) {
   EXPECT_EQ(job.at("iteration_wall_us").at("count"), 2);
   EXPECT_EQ(job.at("ranks").size(), 1u);
   EXPECT_EQ(job.at("ranks")[0].at("operators").size(), 6u);
+  EXPECT_EQ(job.at("ranks")[0].at("subnormals"), "flushed");
   const std::string html = read_whole_file(dir.file("r.html"));
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(html.find("<svg"), std::string::npos);
@@ -83,6 +84,12 @@ TEST(ReplayCli, text_names_what_is_skipped) {
       << result.out;
   EXPECT_NE(result.out.find("8 tensors on cuda:0 made cpu tensors"), std::string::npos)
       << result.out;
+  EXPECT_NE(result.out.find("; subnormals flushed to zero"), std::string::npos) << result.out;
+  const CommandResult kept =
+      run_orrery({"replay", test::test_data("pytorch/pt2_et.json.gz"), "--warmup", "0",
+                  "--iterations", "1", "--keep-subnormals"});
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  EXPECT_NE(kept.out.find("; subnormals kept"), std::string::npos) << kept.out;
 }
 
 // Replay, write Chakra with the measured durations, simulate: the simulated iteration is the sum

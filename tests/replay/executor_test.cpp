@@ -151,6 +151,49 @@ TEST(ReplayExecutor, storages_written_in_place_start_every_pass_as_the_first) {
   EXPECT_TRUE(counted);
 }
 
+// Subnormal floats are flushed to zero by default (their arithmetic is 10-100x slower on x86, so
+// the replay's random values would set operators' times): x * 1e-39 is subnormal, and scaled back
+// by 1e30 it is zero when flushed and x * 1e-9 when kept.
+TEST(ReplayExecutor, subnormals_are_flushed_unless_kept) {
+  Expected<convert::HostTrace> host = test::host_from_text(test::flat_trace(R"J(
+    {"id": 4, "name": "aten::mul_", "parent": 3, "tid": 1,
+     "op_schema": "aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+     "inputs": [[1, 20, 0, 64, 4, "cpu"], 1e-39], "input_shapes": [[64], []],
+     "input_types": ["Tensor(float)", "Double"],
+     "outputs": [[1, 20, 0, 64, 4, "cpu"]], "output_shapes": [[64]], "output_types": ["Tensor(float)"]},
+    {"id": 5, "name": "aten::mul_", "parent": 3, "tid": 1,
+     "op_schema": "aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+     "inputs": [[1, 20, 0, 64, 4, "cpu"], 1e30], "input_shapes": [[64], []],
+     "input_types": ["Tensor(float)", "Double"],
+     "outputs": [[1, 20, 0, 64, 4, "cpu"]], "output_shapes": [[64]], "output_types": ["Tensor(float)"]})J"));
+  ASSERT_TRUE(host) << host.error().message();
+  Expected<ReplayPlan> plan = build_plan(*host, {});
+  ASSERT_TRUE(plan) << plan.error().message();
+  ASSERT_EQ(plan->ops.size(), 2u);
+  const uint32_t x = plan->ops[0].inputs[0].tensor;
+  for (const bool flush : {false, true}) {
+    ExecutorOptions options;
+    options.threads = 1;
+    options.flush_subnormals = flush;
+    Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, options);
+    ASSERT_TRUE(executor) << executor.error().message();
+    const std::vector<double> initial = (*executor)->values(x);
+    ASSERT_TRUE((*executor)->run(0)) << flush;
+    ASSERT_TRUE((*executor)->run(1)) << flush;
+    const std::vector<double> scaled = (*executor)->values(x);
+    ASSERT_EQ(scaled.size(), 64u);
+    for (size_t i = 0; i < scaled.size(); ++i) {
+      if (flush) {
+        EXPECT_EQ(scaled[i], 0.0) << i;
+      } else {
+        // Kept, x * 1e-39 has only the bits of a subnormal: about 2^-149 absolute error.
+        EXPECT_NEAR(scaled[i], initial[i] * 1e-9, 2e-15) << i;
+      }
+    }
+  }
+  EXPECT_TRUE(ExecutorOptions{}.flush_subnormals);
+}
+
 // Index tensors stay within what they index: the recorded range, else the size of the dimension
 // (embedding rows, loss classes), embedding-bag offsets evenly spaced over the indices.
 TEST(ReplayExecutor, integer_tensors_stay_in_range) {

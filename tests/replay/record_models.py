@@ -18,7 +18,11 @@ of 0.5 MB, so several all-reduces per iteration): ddp/rank<r>_et.json.gz and ran
 
 --measure runs a model without any profiler or observer and prints, as JSON, the median and every
 sample of its iteration time in microseconds, wall and process CPU (rank 0's for ddp): the
-"original" that bench/replay_study.sh compares the replay with. Every run uses one intra-op thread (torch.set_num_threads(1)) and seed 0.
+"original" that bench/replay_study.sh compares the replay with. Every run uses one intra-op thread
+(torch.set_num_threads(1)), seed 0 and subnormal floats flushed to zero (torch.set_flush_denormal),
+as orrery replay does by default: trained on one fixed batch, these models' gradients decay into
+the subnormal range, where x86 arithmetic is 10-100x slower (the MLP's weight-gradient GEMM took
+556 us against 143 us on normal values), and a replay, whose data is random, cannot follow that.
 """
 import argparse
 import gzip
@@ -141,6 +145,7 @@ def ddp_worker(rank, port, out_dir, iterations, results):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
+    torch.set_flush_denormal(True)
     dist.init_process_group("gloo", rank=rank, world_size=2)
     model, x, loss_of, _ = build("ddp", seed=0)
     torch.manual_seed(rank + 1)  # each rank its own batch
@@ -184,6 +189,7 @@ def main():
     parser.add_argument("--iterations", type=int, default=10)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    torch.set_flush_denormal(True)
     if args.measure:
         if args.measure == "ddp":
             samples, cpu = run_ddp(None, args.iterations)
