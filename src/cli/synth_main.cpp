@@ -301,6 +301,16 @@ int main(int argc, char** argv) {
       ->add_option("--surrogate-steps", es.surrogate_options.steps,
                    "Training steps of the surrogate regressor")
       ->capture_default_str();
+  eval_cmd
+      ->add_option("--surrogate-readout", es.surrogate_options.readout,
+                   "How the surrogate pools its node states: log-sum (the log of summed positive "
+                   "node costs) or sum (their sum, batch-normalized)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, synth::SurrogateReadout>{
+              {"log-sum", synth::SurrogateReadout::kLogSum},
+              {"sum", synth::SurrogateReadout::kSum}},
+          CLI::ignore_case))
+      ->default_str("log-sum");
   eval_cmd->add_flag("--no-surrogate", eval.no_surrogate, "Skip the surrogate test");
   eval_cmd->add_option("--threads", es.threads, "Threads (simulations, libtorch; 0: one per core)")
       ->capture_default_str();

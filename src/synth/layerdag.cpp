@@ -394,14 +394,24 @@ TORCH_MODULE(EdgeModel);
 
 // The surrogate regressor.
 struct SurrogateImpl : nn::Module {
-  SurrogateImpl(const LayerDagConfig& config, uint32_t hidden, uint32_t rounds) {
+  SurrogateImpl(const LayerDagConfig& config, uint32_t hidden, uint32_t rounds,
+                SurrogateReadout readout)
+      : readout_(readout) {
     encoder = register_module("encoder", Encoder(config, true, hidden, rounds, 0));
+    if (readout_ == SurrogateReadout::kLogSum)
+      cost = register_module("cost", mlp(hidden, hidden, hidden));
     head = register_module("head", mlp(hidden, hidden, 1));
   }
   Tensor forward(const DenseBatch& batch) {
-    return head->forward(encoder->graphs(batch)).squeeze(-1);
+    if (readout_ == SurrogateReadout::kSum)
+      return head->forward(encoder->graphs(batch)).squeeze(-1);
+    const Tensor costs =
+        torch::softplus(cost->forward(encoder->nodes(batch))) * batch.mask.unsqueeze(-1);
+    return head->forward(torch::log(costs.sum(1) + 1e-3)).squeeze(-1);
   }
+  SurrogateReadout readout_;
   Encoder encoder{nullptr};
+  nn::Sequential cost{nullptr};
   nn::Sequential head{nullptr};
 };
 TORCH_MODULE(Surrogate);
@@ -1029,7 +1039,7 @@ std::vector<double> fit_and_predict_surrogate(const std::vector<EncodedDag>& tra
   config.classes = classes;
   config.labels = 0;
   torch::manual_seed(options.seed);
-  Surrogate model(config, options.hidden, options.layers);
+  Surrogate model(config, options.hidden, options.layers, options.readout);
   double mu = 0, sigma = 0;
   for (double value : targets) mu += value;
   mu /= static_cast<double>(targets.size());

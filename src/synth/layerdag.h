@@ -135,9 +135,18 @@ class LayerDag {
 void set_compute_threads(size_t threads);
 
 // The surrogate test: a bidirectional message-passing regressor (the encoder above, unconditioned,
-// sum readout, an MLP head, smooth-L1 loss on standardized targets) trained on `train` with
+// a readout, an MLP head, smooth-L1 loss on standardized targets) trained on `train` with
 // `targets`, predicting `test`.
+enum class SurrogateReadout {
+  // Each node a vector of positive costs (softplus), summed over the graph, the head on their
+  // logarithms: a time is a sum of node costs, and its logarithm grows with the log of the node
+  // count, so graphs larger than the training ones are not off the head's scale.
+  kLogSum,
+  // The sum of the node states, batch-normalized (as the generator's networks pool).
+  kSum,
+};
 struct SurrogateOptions {
+  SurrogateReadout readout = SurrogateReadout::kLogSum;
   uint32_t hidden = 64;
   uint32_t layers = 3;
   uint32_t steps = 600;
