@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
                  "libtorch intra-op threads (default: libtorch's, OMP_NUM_THREADS)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--seed", options.seed, "seed of the tensor contents")->capture_default_str();
-  app.add_flag("--keep-subnormals", options.keep_subnormals,
+  bool keep_subnormals = false;
+  app.add_flag("--keep-subnormals", keep_subnormals,
                "compute with subnormal floats (default: flushed to zero, as their slow arithmetic "
                "makes times depend on the random tensor contents)");
   app.add_flag("--sync-comm", sync_comm,
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
   options.rank = rank;
   options.iteration = iteration;
   options.async_comm = !sync_comm;
+  options.flush_subnormals = !keep_subnormals;
 
   std::unique_ptr<replay::Communicator> communicator;
   if (replay::launched_by_mpi()) {

@@ -208,7 +208,7 @@ Expected<ReplayOutcome> replay(const ReplayOptions& options, Communicator& commu
   ExecutorOptions executor_options;
   executor_options.seed = options.seed + trace_rank;
   executor_options.threads = options.threads;
-  executor_options.flush_subnormals = !options.keep_subnormals;
+  executor_options.flush_subnormals = options.flush_subnormals;
   Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, executor_options);
   if (!executor) return executor.error();
   SessionOptions session_options;
@@ -226,7 +226,7 @@ Expected<ReplayOutcome> replay(const ReplayOptions& options, Communicator& commu
   inputs.session = &*session;
   inputs.libtorch = Executor::library_version();
   inputs.threads = (*executor)->threads();
-  inputs.subnormals_flushed = !options.keep_subnormals;
+  inputs.subnormals_flushed = options.flush_subnormals;
   inputs.adjustments = (*executor)->adjustments();
   inputs.storage_bytes = (*executor)->allocated_bytes();
   outcome.report = make_rank_report(inputs);

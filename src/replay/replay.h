@@ -39,7 +39,7 @@ struct ReplayOptions {
   int threads = 0;
   uint64_t seed = 0;
   bool async_comm = true;
-  bool keep_subnormals = false;  // ExecutorOptions::flush_subnormals, inverted
+  bool flush_subnormals = true;  // ExecutorOptions::flush_subnormals
   std::string emit_chakra;       // "" for none
 };
 

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include "synth/layerdag.h"
@@ -192,60 +193,59 @@ TEST(LayerDag, training_on_fewer_than_two_graphs_is_an_error) {
   EXPECT_NE(reports.error().message().find("at least 2 graphs"), std::string::npos);
 }
 
-TEST(Surrogate, learns_a_quantity_that_grows_with_the_graph) {
-  // Target: log10 of the chain length. Trained on lengths 1..12 minus a few, tested on those.
-  set_compute_threads(1);
+// Chains of the given lengths, encoded with one codebook, each labelled log10 of its node count.
+struct ChainSets {
+  std::vector<EncodedDag> train, test;
+  std::vector<double> targets, expected;
+  std::array<uint32_t, kAttrCount> classes{};
+};
+ChainSets chain_sets(const std::vector<uint32_t>& train_lengths,
+                     const std::vector<uint32_t>& test_lengths) {
   std::vector<Dag> train_dags, test_dags;
-  for (uint32_t length = 1; length <= 12; ++length) {
-    (length % 4 == 2 ? test_dags : train_dags).push_back(test::chain_with_all_reduce(length));
-  }
+  for (const uint32_t length : train_lengths)
+    train_dags.push_back(test::chain_with_all_reduce(length));
+  for (const uint32_t length : test_lengths)
+    test_dags.push_back(test::chain_with_all_reduce(length));
   std::vector<Dag> all = train_dags;
   all.insert(all.end(), test_dags.begin(), test_dags.end());
   const Codebook book = Codebook::fit(all, {});
-  std::vector<EncodedDag> train, test;
-  std::vector<double> targets, expected;
+  ChainSets out;
   for (const Dag& dag : train_dags) {
-    train.push_back(encode_dag(layer_dag(dag), book));
-    targets.push_back(std::log10(dag.size()));
+    out.train.push_back(encode_dag(layer_dag(dag), book));
+    out.targets.push_back(std::log10(dag.size()));
   }
   for (const Dag& dag : test_dags) {
-    test.push_back(encode_dag(layer_dag(dag), book));
-    expected.push_back(std::log10(dag.size()));
+    out.test.push_back(encode_dag(layer_dag(dag), book));
+    out.expected.push_back(std::log10(dag.size()));
   }
+  out.classes = book.class_counts();
+  return out;
+}
+
+TEST(Surrogate, learns_a_quantity_that_grows_with_the_graph) {
+  // Target: log10 of the chain length. Trained on lengths 1..12 minus a few, tested on those.
+  set_compute_threads(1);
+  std::vector<uint32_t> train_lengths, test_lengths;
+  for (uint32_t length = 1; length <= 12; ++length)
+    (length % 4 == 2 ? test_lengths : train_lengths).push_back(length);
+  const ChainSets sets = chain_sets(train_lengths, test_lengths);
   SurrogateOptions options;
   options.hidden = 16;
   options.layers = 2;
   options.steps = 150;
   options.batch = 8;
   const std::vector<double> predicted =
-      fit_and_predict_surrogate(train, targets, test, book.class_counts(), options);
-  ASSERT_EQ(predicted.size(), test.size());
-  EXPECT_GT(pearson(predicted, expected), 0.8);
+      fit_and_predict_surrogate(sets.train, sets.targets, sets.test, sets.classes, options);
+  ASSERT_EQ(predicted.size(), sets.test.size());
+  EXPECT_GT(pearson(predicted, sets.expected), 0.8);
 }
 
 // The log-sum readout extrapolates in size: trained on chains of 1 to 8 nodes, it predicts
 // log10 of the length of chains two to three times longer, which the held-out real graphs need
-// (they run past the synthetic samples' sizes).
+// (they run past the synthetic samples' sizes); the sum readout errs more than twice as much.
 TEST(Surrogate, log_sum_readout_extrapolates_to_longer_graphs) {
   set_compute_threads(1);
-  std::vector<Dag> train_dags, test_dags;
-  for (uint32_t length = 1; length <= 8; ++length)
-    train_dags.push_back(test::chain_with_all_reduce(length));
-  for (uint32_t length = 12; length <= 24; length += 4)
-    test_dags.push_back(test::chain_with_all_reduce(length));
-  std::vector<Dag> all = train_dags;
-  all.insert(all.end(), test_dags.begin(), test_dags.end());
-  const Codebook book = Codebook::fit(all, {});
-  std::vector<EncodedDag> train, test;
-  std::vector<double> targets, expected;
-  for (const Dag& dag : train_dags) {
-    train.push_back(encode_dag(layer_dag(dag), book));
-    targets.push_back(std::log10(dag.size()));
-  }
-  for (const Dag& dag : test_dags) {
-    test.push_back(encode_dag(layer_dag(dag), book));
-    expected.push_back(std::log10(dag.size()));
-  }
+  const ChainSets sets = chain_sets({1, 2, 3, 4, 5, 6, 7, 8}, {12, 16, 20, 24});
   auto error_of = [&](SurrogateReadout readout) {
     SurrogateOptions options;
     options.readout = readout;
@@ -254,10 +254,10 @@ TEST(Surrogate, log_sum_readout_extrapolates_to_longer_graphs) {
     options.steps = 300;
     options.batch = 8;
     const std::vector<double> predicted =
-        fit_and_predict_surrogate(train, targets, test, book.class_counts(), options);
-    EXPECT_EQ(predicted.size(), test.size());
-    if (readout == SurrogateReadout::kLogSum) EXPECT_GT(pearson(predicted, expected), 0.9);
-    return mean_absolute_error(predicted, expected);
+        fit_and_predict_surrogate(sets.train, sets.targets, sets.test, sets.classes, options);
+    EXPECT_EQ(predicted.size(), sets.test.size());
+    if (readout == SurrogateReadout::kLogSum) EXPECT_GT(pearson(predicted, sets.expected), 0.9);
+    return mean_absolute_error(predicted, sets.expected);
   };
   const double log_sum = error_of(SurrogateReadout::kLogSum);
   const double sum = error_of(SurrogateReadout::kSum);

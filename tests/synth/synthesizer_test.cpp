@@ -162,6 +162,13 @@ TEST(Synthesizer, the_command_line_names_what_is_wrong) {
                                     dir.file("m.pt"), "--hidden", "30", "--heads", "4"});
   EXPECT_EQ(heads.exit_code, 1);
   EXPECT_NE(heads.err.find("--hidden 30 is not a multiple of --heads 4"), std::string::npos);
+
+  CommandResult readout =
+      run_orrery({"synth", "eval", "--model", dir.file("junk.pt"), "--real", dir.file(""),
+                  "--synthetic", dir.file(""), "--surrogate-readout", "mean"});
+  EXPECT_NE(readout.exit_code, 0);
+  EXPECT_NE(readout.err.find("--surrogate-readout"), std::string::npos) << readout.err;
+  EXPECT_NE(readout.err.find("mean"), std::string::npos) << readout.err;
 }
 
 }  // namespace synthesizer_test
