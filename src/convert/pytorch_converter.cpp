@@ -6,12 +6,12 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "chakra/comm_groups.h"
 #include "chakra/trace_file.h"
 #include "convert/collectives.h"
 #include "convert/trace_linker.h"
 #include "core/checked.h"
 #include "core/units.h"
-#include "chakra/comm_groups.h"
 
 namespace orrery::convert {
 
@@ -611,6 +611,97 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
       }
     }
     if (!item.comm && (item.event || item.entry)) last_compute_on_stream[item.stream] = item.id;
+  }
+  // Waits for communication. c10d runs collectives, sends and receives beside the computation;
+  // PyTorch waits for one where a later op uses its tensors (work.wait() before them, or DDP's
+  // copy out of its bucket), so the first later host op that reads or writes one of its storages,
+  // outside the communication's own call (c10d::*, record_param_comms, the backend op), depends
+  // on the communication node. Without the edge a simulated optimizer updated the parameters
+  // before their gradients' all-reduce had ended. An edge that could close a cycle (an op
+  // launched before the communication sits after the waiter) is left out and noted.
+  std::unordered_map<uint64_t, uint64_t> waiter_of;  // communication node id -> host op id
+  if (std::any_of(device.begin(), device.end(),
+                  [](const DeviceNode& item) { return item.comm && item.comm_op; })) {
+    const auto storages_of = [&ops](size_t index) {
+      std::vector<int64_t> out;
+      std::vector<HostTensor> tensors;
+      for (const HostIo* io : {&ops[index].inputs, &ops[index].outputs}) {
+        if (io->values != nullptr) {
+          collect_tensors(*io->values, tensors);
+        } else if (!io->values_text.empty()) {
+          collect_tensors(nlohmann::json::parse(io->values_text, nullptr, false), tensors);
+        }
+      }
+      for (const HostTensor& tensor : tensors) {
+        if (tensor.storage) out.push_back(*tensor.storage);
+      }
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      return out;
+    };
+    std::map<int64_t, std::vector<size_t>> users;  // storage -> chain positions, ascending
+    for (size_t position = 0; position < chain.size(); ++position) {
+      for (const int64_t storage : storages_of(chain[position])) users[storage].push_back(position);
+    }
+    const auto is_comm_call = [](std::string_view name) {
+      return name.starts_with("c10d::") || name == "record_param_comms" || is_backend_comm_op(name);
+    };
+    const auto parent_of = [&](size_t index) -> std::optional<size_t> {
+      if (!ops[index].parent) return std::nullopt;
+      const std::optional<size_t> parent = host.find(*ops[index].parent);
+      return parent == index ? std::nullopt : parent;
+    };
+    // Call trees are shallow; the bound also ends a walk on a damaged file's parent cycle.
+    constexpr int kMaxDepth = 64;
+    const auto inside = [&](size_t index, size_t root) {
+      std::optional<size_t> current = index;
+      for (int depth = 0; depth < kMaxDepth && current; ++depth) {
+        if (*current == root) return true;
+        current = parent_of(*current);
+      }
+      return false;
+    };
+    int64_t launched_up_to = -1;  // the latest chain position that launched a device node so far
+    for (const size_t slot : device_order) {
+      const DeviceNode& item = device[slot];
+      launched_up_to = std::max(launched_up_to, chain_position[item.launcher]);
+      if (!item.comm || !item.comm_op || chain_position[*item.comm_op] < 0) continue;
+      size_t root = *item.comm_op;
+      for (int depth = 0; depth < kMaxDepth; ++depth) {
+        const std::optional<size_t> parent = parent_of(root);
+        if (!parent || !is_comm_call(ops[*parent].name)) break;
+        root = *parent;
+      }
+      const size_t after = static_cast<size_t>(chain_position[*item.comm_op]);
+      std::optional<size_t> waiter;
+      for (const int64_t storage : storages_of(*item.comm_op)) {
+        const auto found = users.find(storage);
+        if (found == users.end()) continue;
+        const std::vector<size_t>& positions = found->second;
+        for (auto at = std::upper_bound(positions.begin(), positions.end(), after);
+             at != positions.end() && (!waiter || *at < *waiter); ++at) {
+          if (!inside(chain[*at], root) && !is_comm_call(ops[chain[*at]].name)) {
+            waiter = *at;
+            break;
+          }
+        }
+      }
+      if (!waiter) continue;
+      const HostOp& op = ops[chain[*waiter]];
+      if (static_cast<int64_t>(*waiter) <= launched_up_to) {
+        notes.add("waits for communication left out (the op would close a cycle)", true,
+                  fmt::format("{} on node {}", describe_op(op), item.id));
+        continue;
+      }
+      nodes[*waiter + (synth_metadata ? 1 : 0)].add_data_deps(item.id);
+      waiter_of[item.id] = op.id;
+      notes.add("communications a later host op waits for (the first op on their tensors)", false,
+                fmt::format("{} waits for node {}", describe_op(op), item.id));
+    }
+  }
+  for (CommRecord& record : report.comms) {
+    const auto found = waiter_of.find(record.node_id);
+    if (found != waiter_of.end()) record.waiter_id = found->second;
   }
   // A dependency listed twice counts once; keep each list ascending and unique.
   for (Node& node : nodes) {

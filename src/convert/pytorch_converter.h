@@ -59,6 +59,9 @@ struct CommRecord {
   uint64_t bytes = 0;
   std::string pg_name;
   int64_t peer = -1;  // send and receive
+  // The host op that waits for it: the first later op, outside the communication's own call, that
+  // reads or writes one of its tensors' storages; it depends on the communication node.
+  std::optional<uint64_t> waiter_id;
 };
 
 struct ConversionReport {

@@ -153,6 +153,43 @@ TEST(Converter, maps_ops_groups_and_collectives_of_a_host_trace) {
   EXPECT_TRUE(checks.diagnostics().empty()) << test::findings(checks);
 }
 
+// c10d runs the all-reduce beside the computation: the first later op on its tensors (storage 2)
+// waits for it; an op on another storage, the ops inside the communication's own call and the
+// later users after the first do not.
+TEST(Converter, the_first_later_op_on_a_communications_tensors_waits_for_it) {
+  json doc = ddp_trace();
+  json& nodes = doc["nodes"];
+  nodes.erase(nodes.size() - 1);  // aten::add
+  const json float_tensor = {"Tensor(float)"};
+  nodes.push_back(op(8, "aten::view", 7, {tensor(1024, 4)}, float_tensor));  // inside the call
+  nodes.push_back(op(9, "aten::mul", 2, {json::array({3, 9, 0, 16, 4, "cuda:0"})}, float_tensor));
+  nodes.push_back(op(10, "aten::div_", 2, {tensor(1024, 4)}, float_tensor));
+  nodes.push_back(op(11, "aten::add_", 2, {tensor(1024, 4)}, float_tensor));
+  Expected<HostTrace> host = host_of(doc);
+  ASSERT_TRUE(host) << host.error().message();
+  Expected<Conversion> conversion = convert_pytorch_trace(*host, nullptr, {});
+  ASSERT_TRUE(conversion) << conversion.error().message();
+  const auto* coll = node_named(*conversion, "nccl:all_reduce", ChakraProtoMsg::COMM_COLL_NODE);
+  ASSERT_NE(coll, nullptr);
+  const auto deps = [&](const std::string& name) {
+    const auto* node = node_named(*conversion, name, ChakraProtoMsg::COMP_NODE);
+    return node == nullptr
+               ? std::vector<uint64_t>{}
+               : std::vector<uint64_t>(node->data_deps().begin(), node->data_deps().end());
+  };
+  EXPECT_EQ(deps("aten::view"), std::vector<uint64_t>{7});
+  EXPECT_EQ(deps("aten::mul"), std::vector<uint64_t>{8});
+  EXPECT_EQ(deps("aten::div_"), (std::vector<uint64_t>{9, coll->id()}));
+  EXPECT_EQ(deps("aten::add_"), std::vector<uint64_t>{10});
+  const ConversionReport& report = conversion->report;
+  ASSERT_EQ(report.comms.size(), 1u);
+  EXPECT_EQ(report.comms[0].waiter_id, std::optional<uint64_t>{10});
+  TempDir dir;
+  ASSERT_TRUE(write_conversion(*conversion, dir.file("out.et")));
+  const chakra::ValidationReport checks = test::validate_file(dir.file("out.et"));
+  EXPECT_TRUE(checks.diagnostics().empty()) << test::findings(checks);
+}
+
 TEST(Converter, sizes_fall_back_to_record_param_comms) {
   json doc = ddp_trace();
   doc["nodes"][6]["inputs"]["values"] = json::array();  // the nccl op without tensors

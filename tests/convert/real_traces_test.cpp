@@ -295,6 +295,22 @@ TEST(RecordedTraces, ddp_gloo_all_reduces_become_collectives) {
     EXPECT_EQ(report.comms[0].bytes + report.comms[1].bytes, 399'370u * 4);
     EXPECT_EQ(report.comms[0].pg_name, "") << "1.0.1 names no process group: the whole job";
     EXPECT_EQ(test::count_types(result.conversion).at("COMM_COLL_NODE"), 2u);
+    // The first later op on each bucket's storage (DDP's view of it before copying the reduced
+    // gradients out) waits for its all-reduce; found in the trace by hand.
+    const std::vector<uint64_t> waiters = rank == std::string("0")
+                                              ? std::vector<uint64_t>{296, 308}
+                                              : std::vector<uint64_t>{294, 307};
+    for (size_t at = 0; at < 2; ++at) {
+      EXPECT_EQ(report.comms[at].waiter_id, std::optional<uint64_t>{waiters[at]})
+          << "rank " << rank;
+      for (const ChakraProtoMsg::Node& node : result.conversion.nodes) {
+        if (node.id() != waiters[at]) continue;
+        EXPECT_EQ(node.name(), "aten::as_strided");
+        EXPECT_NE(
+            std::find(node.data_deps().begin(), node.data_deps().end(), report.comms[at].node_id),
+            node.data_deps().end());
+      }
+    }
   }
 }
 
