@@ -27,6 +27,10 @@ std::string_view module_name(Module module) {
   return "unknown";
 }
 
+std::string_view readout_name(SurrogateReadout readout) {
+  return readout == SurrogateReadout::kLogSum ? "log-sum" : "sum";
+}
+
 nlohmann::json LayerDagConfig::to_json() const {
   nlohmann::json marginal_json = nlohmann::json::array();
   for (const auto& marginal : marginals) marginal_json.push_back(marginal);
@@ -830,10 +834,13 @@ std::vector<EncodedDag> LayerDag::sample(const std::vector<std::vector<float>>& 
             size_probs.begin() + static_cast<std::ptrdiff_t>((k + 1) * size_classes));
         const uint32_t room = config.max_nodes - graphs[live[k]].size();
         if (layer == 0) p[0] = 0;  // a graph has at least one layer
-        for (uint32_t s = room + 1; s < size_classes; ++s) p[s] = 0;
         double total = 0;
         for (double value : p) total += value;
-        const uint32_t size = total > 0 ? rng.pick(std::span<const double>(p)) : 0;
+        uint32_t size = total > 0 ? rng.pick(std::span<const double>(p)) : 0;
+        // A layer that does not fit ends the graph, as a training window ends where its graph's
+        // next layer would not fit (synth/layers.h). Drawing among the sizes that fit instead
+        // filled half the samples to the last node of the window.
+        if (size > room) size = 0;
         if (size == 0) {
           active[live[k]] = 0;
         } else {
@@ -908,16 +915,16 @@ std::vector<EncodedDag> LayerDag::sample(const std::vector<std::vector<float>>& 
         const uint32_t candidates = graph.layer_start[layer];
         rho[k] = edge_marginal(config.mean_in_degree, candidates);
         state[k].assign(static_cast<size_t>(candidates) * sizes[k], 0);
+        const uint32_t previous = graph.layer_start[layer - 1];
         for (uint32_t node = 0; node < sizes[k]; ++node) {
-          bool any = false;
+          bool from_previous = false;
           for (uint32_t parent = 0; parent < candidates; ++parent) {
             const bool on = rng.uniform() < rho[k];
             state[k][node * candidates + parent] = on;
-            any = any || on;
+            from_previous = from_previous || (on && parent >= previous);
           }
-          if (!any) {  // a parent in the layer before
-            const uint32_t from = graph.layer_start[layer - 1];
-            state[k][node * candidates + from + rng.below(candidates - from)] = 1;
+          if (!from_previous) {  // a parent in the layer before
+            state[k][node * candidates + previous + rng.below(candidates - previous)] = 1;
           }
         }
       }
@@ -955,20 +962,27 @@ std::vector<EncodedDag> LayerDag::sample(const std::vector<std::vector<float>>& 
         std::vector<double> out2(2);
         for (size_t k = 0; k < grow.size(); ++k) {
           const uint32_t candidates = graphs[grow[k]].layer_start[layer];
+          const uint32_t previous = graphs[grow[k]].layer_start[layer - 1];
           const std::vector<double> marginal = {1 - rho[k], rho[k]};
           for (uint32_t node = 0; node < sizes[k]; ++node) {
-            bool any = false;
-            uint32_t best = 0;
+            bool from_previous = false;
+            uint32_t best = previous;
             for (uint32_t parent = 0; parent < candidates; ++parent) {
               const double p = p1[offset + node * candidates + parent];
               const std::array<double, 2> p_x0 = {1 - p, p};
               uint8_t& e = state[k][node * candidates + parent];
               reverse_step(p_x0, e, edge_schedule, t, marginal, out2);
               e = rng.uniform() < out2[1] ? 1 : 0;
-              any = any || e;
-              if (p > p1[offset + node * candidates + best]) best = parent;
+              if (parent >= previous) {
+                from_previous = from_previous || e;
+                if (p > p1[offset + node * candidates + best]) best = parent;
+              }
             }
-            if (!any) state[k][node * candidates + best] = 1;  // keep the most probable parent
+            // A node of layer L has a parent in layer L-1 (its Kahn layer is its longest path
+            // from a source): without one it would sit in a lower layer than it was generated
+            // in, and the sample's layer sizes and depth would not be the generated ones. Keep
+            // the most probable parent there.
+            if (!from_previous) state[k][node * candidates + best] = 1;
           }
           offset += static_cast<size_t>(candidates) * sizes[k];
         }

@@ -6,7 +6,8 @@
 // dummy node, so the empty graph has something to encode) and on the graph's label (simulated
 // time, FLOPs, communication share; synth/synthesizer.h):
 //   1. the layer size: a classifier over 0 .. max_layer_size (0 ends the graph; never for the first
-//      layer; the graph also ends at the corpus's deepest layer or when the window is full);
+//      layer; the graph also ends at the corpus's deepest layer or when the layer drawn does not
+//      fit in the window, where a training window of a larger graph ends too);
 //   2. the new nodes' attributes: discrete diffusion over each attribute's classes, node_steps
 //      steps, from the corpus marginals, a transformer layer over the new nodes;
 //   3. their parents among all earlier nodes: binary diffusion over every candidate edge,
@@ -145,6 +146,7 @@ enum class SurrogateReadout {
   // The sum of the node states, batch-normalized (as the generator's networks pool).
   kSum,
 };
+std::string_view readout_name(SurrogateReadout readout);  // "log-sum", "sum"
 struct SurrogateOptions {
   SurrogateReadout readout = SurrogateReadout::kLogSum;
   uint32_t hidden = 64;

@@ -655,6 +655,7 @@ Expected<EvalReport> evaluate(const EvalSettings& settings, const Log& log) {
       return out;
     };
     report.surrogate = true;
+    report.surrogate_readout = settings.surrogate_options.readout;
     report.surrogate_model = correlate(model_side);
     report.surrogate_baseline = correlate(base_side);
   }
@@ -681,7 +682,8 @@ nlohmann::json eval_to_json(const EvalReport& report) {
     auto side = [](const Correlation& c) {
       return nlohmann::json{{"pearson", c.pearson}, {"spearman", c.spearman}, {"mae", c.mae}};
     };
-    out["surrogate"] = {{"model", side(report.surrogate_model)},
+    out["surrogate"] = {{"readout", readout_name(report.surrogate_readout)},
+                        {"model", side(report.surrogate_model)},
                         {"baseline", side(report.surrogate_baseline)}};
   }
   return out;
@@ -713,7 +715,9 @@ std::string format_eval(const EvalReport& report) {
         name, pair.first, pair.second, means[0], means[1], means[2]);
   }
   if (report.surrogate) {
-    out += "surrogate (log10 simulated time; trained on synthetic, tested on real)\n";
+    out += fmt::format(
+        "surrogate (log10 simulated time; {} readout; trained on synthetic, tested on real)\n",
+        readout_name(report.surrogate_readout));
     out += fmt::format("  model            Pearson {:.3f}, Spearman {:.3f}, MAE {:.3f}\n",
                        report.surrogate_model.pearson, report.surrogate_model.spearman,
                        report.surrogate_model.mae);

@@ -121,6 +121,7 @@ struct EvalReport {
   // Mean of each figure: real, model, baseline.
   std::map<std::string, std::array<double, 3>> means;
   bool surrogate = false;
+  SurrogateReadout surrogate_readout = SurrogateReadout::kLogSum;
   Correlation surrogate_model, surrogate_baseline;
 };
 

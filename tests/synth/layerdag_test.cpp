@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "synth/layerdag.h"
+#include "synth/layers.h"
 #include "synth/metrics.h"
 #include "synth_test_support.h"
 
@@ -110,8 +111,17 @@ TEST(LayerDag, trains_and_samples_graphs_that_respect_the_window_and_the_corpus_
       EXPECT_LT(parent, child);
       ++parents[child];
     }
+    // Past the first layer every node has a parent in the layer before, so the layers generated
+    // are the sample's Kahn layers.
+    Dag shape;
+    shape.nodes.resize(sample.size());
+    shape.edges = sample.edges;
+    const std::vector<uint32_t> level = kahn_levels(shape);
+    for (uint32_t layer = 0; layer < sample.layers(); ++layer) {
+      for (uint32_t node = sample.layer_start[layer]; node < sample.layer_start[layer + 1]; ++node)
+        EXPECT_EQ(level[node], layer) << "node " << node;
+    }
     for (uint32_t node = 0; node < sample.size(); ++node) {
-      // Past the first layer every node has a parent (the most probable one at least).
       if (node >= sample.layer_start[1]) {
         EXPECT_GE(parents[node], 1u);
       }

@@ -118,6 +118,7 @@ TEST(Synthesizer, train_sample_eval_end_to_end_and_deterministic) {
   }
   EXPECT_TRUE(json["wasserstein"].contains("log10_time_ns"));
   EXPECT_TRUE(json["surrogate"]["model"].contains("pearson"));
+  EXPECT_EQ(json["surrogate"]["readout"], "log-sum");
 
   // The real corpus as its own "synthetic" set: every distance is zero.
   eval.synthetic = dir.file("corpus");
