@@ -27,6 +27,19 @@ std::string_view module_name(Module module) {
   return "unknown";
 }
 
+uint32_t draw_layer_size(std::vector<double> probabilities, uint32_t room, bool first_layer,
+                         Rng& rng) {
+  if (probabilities.empty()) return 0;
+  if (first_layer) probabilities[0] = 0;  // a graph has at least one layer
+  double total = 0;
+  for (double value : probabilities) total += value;
+  const uint32_t size = total > 0 ? rng.pick(std::span<const double>(probabilities)) : 0;
+  // A layer that does not fit ends the graph, as a training window ends where its graph's next
+  // layer would not fit (synth/layers.h). Drawing among the sizes that fit instead filled half
+  // the samples to the last node of the window.
+  return size > room ? 0 : size;
+}
+
 std::string_view readout_name(SurrogateReadout readout) {
   return readout == SurrogateReadout::kLogSum ? "log-sum" : "sum";
 }
@@ -832,15 +845,8 @@ std::vector<EncodedDag> LayerDag::sample(const std::vector<std::vector<float>>& 
         std::vector<double> p(
             size_probs.begin() + static_cast<std::ptrdiff_t>(k * size_classes),
             size_probs.begin() + static_cast<std::ptrdiff_t>((k + 1) * size_classes));
-        const uint32_t room = config.max_nodes - graphs[live[k]].size();
-        if (layer == 0) p[0] = 0;  // a graph has at least one layer
-        double total = 0;
-        for (double value : p) total += value;
-        uint32_t size = total > 0 ? rng.pick(std::span<const double>(p)) : 0;
-        // A layer that does not fit ends the graph, as a training window ends where its graph's
-        // next layer would not fit (synth/layers.h). Drawing among the sizes that fit instead
-        // filled half the samples to the last node of the window.
-        if (size > room) size = 0;
+        const uint32_t size =
+            draw_layer_size(p, config.max_nodes - graphs[live[k]].size(), layer == 0, rng);
         if (size == 0) {
           active[live[k]] = 0;
         } else {

@@ -38,6 +38,7 @@
 #include "core/error.h"
 #include "synth/codebook.h"
 #include "synth/model_file.h"
+#include "synth/random.h"
 
 namespace orrery::synth {
 
@@ -131,6 +132,12 @@ class LayerDag {
   explicit LayerDag(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The size of a new layer drawn from the layer-size classifier's probabilities (classes 0 .. the
+// widest layer; 0 ends the graph): never 0 for the first layer; a size larger than `room` (what
+// is left of the window) ends the graph. Exposed for tests.
+uint32_t draw_layer_size(std::vector<double> probabilities, uint32_t room, bool first_layer,
+                         Rng& rng);
 
 // Threads of libtorch's CPU kernels (0: leave libtorch's default).
 void set_compute_threads(size_t threads);

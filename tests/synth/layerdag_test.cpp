@@ -134,6 +134,20 @@ TEST(LayerDag, trains_and_samples_graphs_that_respect_the_window_and_the_corpus_
   }
 }
 
+// A size that does not fit in the window ends the graph (as training windows end), rather than
+// being drawn again among the sizes that fit; the first layer is never empty.
+TEST(LayerDag, a_layer_that_does_not_fit_ends_the_graph) {
+  Rng rng(7);
+  for (int draw = 0; draw < 20; ++draw) {
+    EXPECT_EQ(draw_layer_size({0.0, 0.0, 0.0, 1.0}, 2, false, rng), 0u);
+    EXPECT_EQ(draw_layer_size({0.0, 0.0, 0.0, 1.0}, 3, false, rng), 3u);
+    EXPECT_EQ(draw_layer_size({0.5, 0.0, 0.5}, 8, true, rng), 2u);
+    const uint32_t size = draw_layer_size({0.0, 0.5, 0.0, 0.5}, 2, false, rng);
+    EXPECT_TRUE(size == 0 || size == 1) << size;
+  }
+  EXPECT_EQ(draw_layer_size({1.0}, 8, true, rng), 0u) << "nothing but an empty layer: the end";
+}
+
 TEST(LayerDag, the_same_seed_gives_the_same_weights_and_samples) {
   set_compute_threads(1);
   Codebook book;
@@ -266,7 +280,9 @@ TEST(Surrogate, log_sum_readout_extrapolates_to_longer_graphs) {
     const std::vector<double> predicted =
         fit_and_predict_surrogate(sets.train, sets.targets, sets.test, sets.classes, options);
     EXPECT_EQ(predicted.size(), sets.test.size());
-    if (readout == SurrogateReadout::kLogSum) EXPECT_GT(pearson(predicted, sets.expected), 0.9);
+    if (readout == SurrogateReadout::kLogSum) {
+      EXPECT_GT(pearson(predicted, sets.expected), 0.9);
+    }
     return mean_absolute_error(predicted, sets.expected);
   };
   const double log_sum = error_of(SurrogateReadout::kLogSum);
