@@ -141,10 +141,11 @@ int run_sample(SampleFlags& flags) {
   if (!summary) return report_error(summary.error());
   if (!flags.quiet) {
     fmt::print(
-        "  {} partner sends/receives added, {} collectives on the whole job (group shape "
+        "  {} partner sends/receives added, {} collective orderings added (two collectives of "
+        "one communicator that no path ordered), {} collectives on the whole job (group shape "
         "did not fit), {} attributes dropped (not used by their node kind), {:.1f} s\n",
-        summary->partners_added, summary->whole_job_fallbacks, summary->dropped_attributes,
-        summary->seconds);
+        summary->partners_added, summary->collective_orderings, summary->whole_job_fallbacks,
+        summary->dropped_attributes, summary->seconds);
   }
   return 0;
 }

@@ -399,6 +399,7 @@ Expected<SampleSummary> sample_traces(const SampleSettings& settings, const Log&
     if (!written) return written.error();
     summary.nodes += written->nodes;
     summary.partners_added += written->partners_added;
+    summary.collective_orderings += written->collective_orderings;
     summary.whole_job_fallbacks += written->whole_job_fallbacks;
     ++summary.samples;
   }
@@ -570,7 +571,7 @@ Expected<EvalReport> evaluate(const EvalSettings& settings, const Log& log) {
           (fs::path(scratch.path()) / fmt::format("baseline_{}", idx)).string();
       TraceSetOptions options;
       options.ranks = model->platform.ranks;
-      programs[idx] = pair_point_to_point(samples[idx]).dag;
+      programs[idx] = pair_point_to_point(samples[idx], options.ranks).dag;
       Expected<TraceSetReport> written = write_trace_set(samples[idx], prefix, options);
       if (!written) {
         checked[idx].reason = written.error().message();

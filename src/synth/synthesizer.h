@@ -84,6 +84,7 @@ struct SampleSummary {
   uint32_t samples = 0;
   uint64_t nodes = 0;  // per rank, over all samples
   uint32_t partners_added = 0;
+  uint32_t collective_orderings = 0;  // edges that order two collectives of one communicator
   uint32_t whole_job_fallbacks = 0;
   uint32_t dropped_attributes = 0;
   uint32_t ranks = 0;

@@ -13,7 +13,59 @@
 
 namespace orrery::synth {
 
-SpmdProgram pair_point_to_point(const Dag& dag) {
+namespace {
+
+// Collectives on one communicator that no path of the program orders get an edge from the one
+// earlier in layer order to the later. A process group issues its collectives in program order,
+// and the simulator (as ASTRA-sim) pairs a group's collectives across ranks in the order each rank
+// issues them: two unordered ones could be issued in different orders on two ranks when other
+// work delays one rank's path (1 of 1,000 samples did, and its set did not simulate). Where a path
+// already orders them, nothing is added. Returns the edges added. O(collectives x (nodes + edges)).
+uint32_t order_collectives_per_group(Dag& work, uint32_t ranks) {
+  std::map<GroupShape, std::vector<uint32_t>> by_group;  // in node order, which is topological
+  for (uint32_t node = 0; node < work.size(); ++node) {
+    const DagNode& item = work.nodes[node];
+    if (!is_collective(item.kind)) continue;
+    const bool own_group = !item.group.whole_job() && !group_members(item.group, 0, ranks).empty();
+    by_group[own_group ? item.group : GroupShape{}].push_back(node);
+  }
+  std::vector<std::vector<uint32_t>> children(work.size());
+  for (const auto& [parent, child] : work.edges) children[parent].push_back(child);
+  std::vector<uint32_t> seen(work.size(), 0);
+  uint32_t walk = 0;
+  // Whether `to` is reachable from `from`; nodes after `to` cannot lead to it.
+  const auto reaches = [&](uint32_t from, uint32_t to) {
+    ++walk;
+    std::vector<uint32_t> stack = {from};
+    seen[from] = walk;
+    while (!stack.empty()) {
+      const uint32_t node = stack.back();
+      stack.pop_back();
+      if (node == to) return true;
+      for (const uint32_t child : children[node]) {
+        if (child <= to && seen[child] != walk) {
+          seen[child] = walk;
+          stack.push_back(child);
+        }
+      }
+    }
+    return false;
+  };
+  uint32_t added = 0;
+  for (const auto& [group, nodes] : by_group) {
+    for (size_t at = 1; at < nodes.size(); ++at) {
+      if (reaches(nodes[at - 1], nodes[at])) continue;
+      work.edges.emplace_back(nodes[at - 1], nodes[at]);
+      children[nodes[at - 1]].push_back(nodes[at]);
+      ++added;
+    }
+  }
+  return added;
+}
+
+}  // namespace
+
+SpmdProgram pair_point_to_point(const Dag& dag, uint32_t ranks) {
   SpmdProgram program;
   Dag work = layer_dag(dag).dag;
   std::vector<int32_t> tags(work.size(), -1);
@@ -48,7 +100,10 @@ SpmdProgram pair_point_to_point(const Dag& dag) {
     tags[send] = tags[recv] = next_tag++;
     ++program.partners_added;
   }
-  // Partners are sources: renumber by layers again, carrying the tags along.
+  program.collective_orderings =
+      order_collectives_per_group(work, ranks != 0 ? ranks : std::max<uint32_t>(dag.ranks, 1));
+  // Partners are sources (and ordering edges may deepen a collective): renumber by layers again,
+  // carrying the tags along.
   const std::vector<uint32_t> level = kahn_levels(work);
   std::vector<uint32_t> order(work.size());
   for (uint32_t idx = 0; idx < order.size(); ++idx) order[idx] = idx;
@@ -103,9 +158,10 @@ Expected<TraceSetReport> write_trace_set(const Dag& dag, const std::string& pref
   TraceSetReport report;
   report.ranks = options.ranks != 0 ? options.ranks : std::max<uint32_t>(dag.ranks, 1);
   const uint32_t ranks = report.ranks;
-  const SpmdProgram program = pair_point_to_point(dag);
+  const SpmdProgram program = pair_point_to_point(dag, ranks);
   const Dag& spmd = program.dag;
   report.partners_added = program.partners_added;
+  report.collective_orderings = program.collective_orderings;
   report.nodes = spmd.size();
 
   // Groups: one id per (shape, block), numbered in order of first use, as the file lists them.

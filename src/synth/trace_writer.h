@@ -4,7 +4,9 @@
 // job (SPMD), which is what keeps the ranks consistent:
 // - Node ids follow the layers (layer 0 first), the order the simulator issues ready nodes in, and
 //   are the same on every rank. Names are the node kind ("comp", "all_reduce"): no operator names.
-// - Every rank issues the same collectives in the same order. A collective on group shape {s, d}
+// - Every rank issues the same collectives in the same order: two collectives on one communicator
+//   that no path orders get an edge, the earlier in layer order first (counted as orderings added).
+//   A collective on group shape {s, d}
 //   runs on the group of its rank among the blocks {b + d i : i < s} that partition the ranks
 //   (irregular shapes as contiguous blocks); shapes that do not partition N ranks, or as large as
 //   the job, run on the whole job (counted). The groups go to <prefix>.json.
@@ -35,19 +37,22 @@ struct TraceSetReport {
   std::vector<std::string> rank_files;
   std::string group_file;
   uint32_t ranks = 0;
-  uint32_t nodes = 0;                // per rank, partners included
-  uint32_t partners_added = 0;       // sends and receives added to pair every one
-  uint32_t whole_job_fallbacks = 0;  // collectives whose group shape does not fit the ranks
+  uint32_t nodes = 0;                 // per rank, partners included
+  uint32_t partners_added = 0;        // sends and receives added to pair every one
+  uint32_t collective_orderings = 0;  // edges added between collectives of one communicator
+  uint32_t whole_job_fallbacks = 0;   // collectives whose group shape does not fit the ranks
 };
 
 // The program every rank of the set runs: `dag` in layer order with its point-to-point nodes
-// paired and partners added; tags[i] is node i's tag (-1 for other nodes).
+// paired, partners added and the collectives of each communicator ordered, for a job of `ranks`
+// (0: the Dag's own); tags[i] is node i's tag (-1 for other nodes).
 struct SpmdProgram {
   Dag dag;
   std::vector<int32_t> tags;
   uint32_t partners_added = 0;
+  uint32_t collective_orderings = 0;  // edges added between collectives of one communicator
 };
-SpmdProgram pair_point_to_point(const Dag& dag);
+SpmdProgram pair_point_to_point(const Dag& dag, uint32_t ranks = 0);
 
 // The members of the group of `rank` for shape `shape` in a job of `ranks`, or empty when the shape
 // does not partition the job (then the collective runs on the whole job).

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "chakra/comm_groups.h"
 #include "chakra/trace_builder.h"
@@ -40,6 +42,35 @@ TEST(TraceWriter, a_receive_takes_the_oldest_send_before_it_and_strays_get_partn
   EXPECT_EQ(program.tags, (std::vector<int32_t>{-1, 1, 2, 0, 0, -1, 1, 2}));
   EXPECT_EQ(program.dag.nodes[1].comm_bytes, 8192u);
   EXPECT_EQ(program.dag.nodes[2].comm_bytes, 2048u);
+}
+
+// Two collectives of one communicator that no path orders are ordered (the earlier in layer order
+// first), so no rank can issue them the other way round; ordered ones and other communicators get
+// nothing; a shape that does not fit the job shares the whole job's communicator.
+TEST(TraceWriter, collectives_of_one_communicator_are_issued_in_one_order) {
+  const Dag dag = make_dag(
+      {compute(1'000'000, 1'000), collective(NodeKind::kAllReduce, 1, {2, 4}),
+       collective(NodeKind::kAllReduce, 2, {2, 4}), collective(NodeKind::kAllGather, 3, {2, 1}),
+       collective(NodeKind::kAllGather, 4, {2, 1}), collective(NodeKind::kAllReduce, 5, {}),
+       collective(NodeKind::kAllReduce, 6, {3, 1})},
+      {{0, 1}, {0, 2}, {1, 3}, {3, 4}, {0, 5}, {0, 6}}, 8);
+  const SpmdProgram program = pair_point_to_point(dag, 8);
+  EXPECT_EQ(program.collective_orderings, 2u);
+  std::map<uint64_t, uint32_t> by_bytes;  // comm_bytes identify the nodes after renumbering
+  for (uint32_t node = 0; node < program.dag.size(); ++node)
+    by_bytes[program.dag.nodes[node].comm_bytes] = node;
+  const auto has_edge = [&](uint64_t from, uint64_t to) {
+    const std::pair<uint32_t, uint32_t> edge{by_bytes.at(from), by_bytes.at(to)};
+    return std::find(program.dag.edges.begin(), program.dag.edges.end(), edge) !=
+           program.dag.edges.end();
+  };
+  EXPECT_TRUE(has_edge(1, 2)) << "the two all-reduces of shape {2, 4}";
+  EXPECT_TRUE(has_edge(5, 6)) << "the whole job and the shape that falls back to it";
+  EXPECT_FALSE(has_edge(1, 5));
+  EXPECT_FALSE(has_edge(2, 3));
+  EXPECT_EQ(program.dag.edges.size(), 8u) << "six edges of the program, two orderings";
+  // With 24 ranks the shape {3, 1} has communicators of its own: nothing to order there.
+  EXPECT_EQ(pair_point_to_point(dag, 24).collective_orderings, 1u);
 }
 
 TEST(TraceWriter, group_shapes_partition_the_ranks_or_fall_back_to_the_whole_job) {
