@@ -308,8 +308,10 @@ int main(int argc, char** argv) {
                    "node costs) or sum (their sum, batch-normalized)")
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, synth::SurrogateReadout>{
-              {"log-sum", synth::SurrogateReadout::kLogSum},
-              {"sum", synth::SurrogateReadout::kSum}},
+              {std::string(synth::readout_name(synth::SurrogateReadout::kLogSum)),
+               synth::SurrogateReadout::kLogSum},
+              {std::string(synth::readout_name(synth::SurrogateReadout::kSum)),
+               synth::SurrogateReadout::kSum}},
           CLI::ignore_case))
       ->default_str("log-sum");
   eval_cmd->add_flag("--no-surrogate", eval.no_surrogate, "Skip the surrogate test");

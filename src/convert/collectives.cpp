@@ -73,6 +73,10 @@ bool is_backend_comm_op(std::string_view name) {
   return false;
 }
 
+bool is_comm_call(std::string_view name) {
+  return is_backend_comm_op(name) || name.starts_with("c10d::") || name == "record_param_comms";
+}
+
 std::optional<CommName> comm_name(std::string_view name) {
   const std::string key = normalized(name);
   using ChakraProtoMsg::CollectiveCommType;

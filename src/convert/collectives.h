@@ -28,6 +28,9 @@ enum class CommKind : uint8_t { kCollective, kSend, kRecv };
 // "gloo:all_reduce" (ProcessGroupGloo), "mpi:..." and "ucc:..." (ProcessGroupMPI and UCC). Each
 // sits under its c10d call (c10d::allreduce_) and carries the tensors sent.
 bool is_backend_comm_op(std::string_view name);
+// An op of a communication's own call: its backend op, the c10d call above it ("c10d::*") or the
+// record_param_comms between them.
+bool is_comm_call(std::string_view name);
 
 struct CommName {
   CommKind kind = CommKind::kCollective;

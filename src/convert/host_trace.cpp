@@ -35,8 +35,7 @@ bool is_kept_attr(std::string_view name) {
 
 // Ops whose arguments the converter reads, so their inputs are parsed.
 bool needs_values(std::string_view name, HostOpKind kind) {
-  return kind == HostOpKind::kProcessGroup || kind == HostOpKind::kGpuOp ||
-         is_backend_comm_op(name) || name.substr(0, 6) == "c10d::" || name == "record_param_comms";
+  return kind == HostOpKind::kProcessGroup || kind == HostOpKind::kGpuOp || is_comm_call(name);
 }
 
 std::optional<double> as_number(const nlohmann::json& value) {

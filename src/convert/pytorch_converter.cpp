@@ -622,30 +622,34 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
   std::unordered_map<uint64_t, uint64_t> waiter_of;  // communication node id -> host op id
   if (std::any_of(device.begin(), device.end(),
                   [](const DeviceNode& item) { return item.comm && item.comm_op; })) {
-    const auto storages_of = [&ops](size_t index) {
-      std::vector<int64_t> out;
-      std::vector<HostTensor> tensors;
-      for (const HostIo* io : {&ops[index].inputs, &ops[index].outputs}) {
+    // Each op's storages, parsed once, for the ops from the first communication on (none before
+    // it can wait for one).
+    size_t first_comm = chain.size();
+    for (const DeviceNode& item : device) {
+      if (item.comm && item.comm_op && chain_position[*item.comm_op] >= 0)
+        first_comm = std::min(first_comm, static_cast<size_t>(chain_position[*item.comm_op]));
+    }
+    std::vector<std::vector<int64_t>> storages(chain.size());
+    std::map<int64_t, std::vector<size_t>> users;  // storage -> chain positions, ascending
+    std::vector<HostTensor> tensors;
+    for (size_t position = first_comm; position < chain.size(); ++position) {
+      const HostOp& op = ops[chain[position]];
+      tensors.clear();
+      for (const HostIo* io : {&op.inputs, &op.outputs}) {
         if (io->values != nullptr) {
           collect_tensors(*io->values, tensors);
         } else if (!io->values_text.empty()) {
           collect_tensors(nlohmann::json::parse(io->values_text, nullptr, false), tensors);
         }
       }
+      std::vector<int64_t>& mine = storages[position];
       for (const HostTensor& tensor : tensors) {
-        if (tensor.storage) out.push_back(*tensor.storage);
+        if (tensor.storage) mine.push_back(*tensor.storage);
       }
-      std::sort(out.begin(), out.end());
-      out.erase(std::unique(out.begin(), out.end()), out.end());
-      return out;
-    };
-    std::map<int64_t, std::vector<size_t>> users;  // storage -> chain positions, ascending
-    for (size_t position = 0; position < chain.size(); ++position) {
-      for (const int64_t storage : storages_of(chain[position])) users[storage].push_back(position);
+      std::sort(mine.begin(), mine.end());
+      mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+      for (const int64_t storage : mine) users[storage].push_back(position);
     }
-    const auto is_comm_call = [](std::string_view name) {
-      return name.starts_with("c10d::") || name == "record_param_comms" || is_backend_comm_op(name);
-    };
     const auto parent_of = [&](size_t index) -> std::optional<size_t> {
       if (!ops[index].parent) return std::nullopt;
       const std::optional<size_t> parent = host.find(*ops[index].parent);
@@ -674,10 +678,8 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
       }
       const size_t after = static_cast<size_t>(chain_position[*item.comm_op]);
       std::optional<size_t> waiter;
-      for (const int64_t storage : storages_of(*item.comm_op)) {
-        const auto found = users.find(storage);
-        if (found == users.end()) continue;
-        const std::vector<size_t>& positions = found->second;
+      for (const int64_t storage : storages[after]) {
+        const std::vector<size_t>& positions = users.at(storage);
         for (auto at = std::upper_bound(positions.begin(), positions.end(), after);
              at != positions.end() && (!waiter || *at < *waiter); ++at) {
           if (!inside(chain[*at], root) && !is_comm_call(ops[chain[*at]].name)) {

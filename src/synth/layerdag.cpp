@@ -845,8 +845,8 @@ std::vector<EncodedDag> LayerDag::sample(const std::vector<std::vector<float>>& 
         std::vector<double> p(
             size_probs.begin() + static_cast<std::ptrdiff_t>(k * size_classes),
             size_probs.begin() + static_cast<std::ptrdiff_t>((k + 1) * size_classes));
-        const uint32_t size =
-            draw_layer_size(p, config.max_nodes - graphs[live[k]].size(), layer == 0, rng);
+        const uint32_t size = draw_layer_size(
+            std::move(p), config.max_nodes - graphs[live[k]].size(), layer == 0, rng);
         if (size == 0) {
           active[live[k]] = 0;
         } else {

@@ -571,12 +571,12 @@ Expected<EvalReport> evaluate(const EvalSettings& settings, const Log& log) {
           (fs::path(scratch.path()) / fmt::format("baseline_{}", idx)).string();
       TraceSetOptions options;
       options.ranks = model->platform.ranks;
-      programs[idx] = pair_point_to_point(samples[idx], options.ranks).dag;
       Expected<TraceSetReport> written = write_trace_set(samples[idx], prefix, options);
       if (!written) {
         checked[idx].reason = written.error().message();
         return;
       }
+      programs[idx] = std::move(written->program);
       checked[idx] = check_trace_set(prefix, written->group_file, **platform_bench);
       std::error_code ignored;
       for (const std::string& file : written->rank_files) fs::remove(file, ignored);

@@ -158,7 +158,7 @@ Expected<TraceSetReport> write_trace_set(const Dag& dag, const std::string& pref
   TraceSetReport report;
   report.ranks = options.ranks != 0 ? options.ranks : std::max<uint32_t>(dag.ranks, 1);
   const uint32_t ranks = report.ranks;
-  const SpmdProgram program = pair_point_to_point(dag, ranks);
+  SpmdProgram program = pair_point_to_point(dag, ranks);
   const Dag& spmd = program.dag;
   report.partners_added = program.partners_added;
   report.collective_orderings = program.collective_orderings;
@@ -270,6 +270,7 @@ Expected<TraceSetReport> write_trace_set(const Dag& dag, const std::string& pref
   if (Status status = gen::write_comm_groups(report.group_file, group_lists); !status) {
     return status.error();
   }
+  report.program = std::move(program.dag);
   return report;
 }
 

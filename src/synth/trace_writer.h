@@ -41,6 +41,7 @@ struct TraceSetReport {
   uint32_t partners_added = 0;        // sends and receives added to pair every one
   uint32_t collective_orderings = 0;  // edges added between collectives of one communicator
   uint32_t whole_job_fallbacks = 0;   // collectives whose group shape does not fit the ranks
+  Dag program;                        // what every rank runs (pair_point_to_point's program)
 };
 
 // The program every rank of the set runs: `dag` in layer order with its point-to-point nodes

@@ -401,6 +401,62 @@ json ddp_kineto() {
           {"traceEvents", events}};
 }
 
+// The op on the all-reduce's tensors (aten::div_, thread 1) comes before, in id order, an op of
+// another thread (aten::mul) that launched a kernel earlier than the all-reduce; the all-reduce
+// follows that kernel (compute launched before it on another stream), so the wait would close a
+// cycle: it is left out and said so.
+TEST(Converter, a_wait_for_communication_that_would_close_a_cycle_is_left_out) {
+  json doc = ddp_trace();
+  json& nodes = doc["nodes"];
+  nodes.erase(nodes.size() - 1);  // aten::add
+  nodes.push_back(op(8, "aten::div_", 2, {tensor(1024, 4)}, {"Tensor(float)"}));
+  nodes.push_back(op(9, "aten::mul", 2, json::array(), json::array(), json::array(), 2));
+  json kineto = ddp_kineto();
+  json events = json::array();
+  for (const json& event : kineto["traceEvents"]) {
+    const std::string name = event["name"];
+    if (name != "aten::add" && name != "vectorized_elementwise_kernel" &&
+        !(name == "cudaLaunchKernel" && event["ts"] == 112))
+      events.push_back(event);
+  }
+  events.push_back(cpu_event("aten::div_", 110, 10, 7));
+  events.push_back(cpu_event("aten::mul", 50, 10, 8, 200));
+  events.push_back(launch(52, 903, 200));
+  events.push_back(kernel("mul_kernel", 60, 5, 903, 7));
+  kineto["traceEvents"] = events;
+  Expected<HostTrace> host = host_of(doc);
+  ASSERT_TRUE(host) << host.error().message();
+  Expected<KinetoTrace> profile = parse_kineto_trace("kineto.json", kineto);
+  ASSERT_TRUE(profile) << profile.error().message();
+  Expected<Conversion> conversion = convert_pytorch_trace(*host, &*profile, {});
+  ASSERT_TRUE(conversion) << conversion.error().message();
+  const auto* coll = node_named(*conversion, "ncclKernel_AllReduce_RING_LL_Sum_float",
+                                ChakraProtoMsg::COMM_COLL_NODE);
+  const auto* mul = node_named(*conversion, "mul_kernel", ChakraProtoMsg::COMP_NODE);
+  ASSERT_NE(coll, nullptr);
+  ASSERT_NE(mul, nullptr);
+  ASSERT_NE(std::find(coll->data_deps().begin(), coll->data_deps().end(), mul->id()),
+            coll->data_deps().end())
+      << "the all-reduce follows the kernel launched before it on another stream";
+  const auto* div = node_named(*conversion, "aten::div_", ChakraProtoMsg::COMP_NODE);
+  ASSERT_NE(div, nullptr);
+  EXPECT_EQ(std::vector<uint64_t>(div->data_deps().begin(), div->data_deps().end()),
+            std::vector<uint64_t>{7});
+  EXPECT_FALSE(conversion->report.comms.at(0).waiter_id);
+  bool noted = false;
+  for (const ConversionNote& note : conversion->report.notes) {
+    if (note.what.find("would close a cycle") == std::string::npos) continue;
+    noted = true;
+    ASSERT_FALSE(note.examples.empty());
+    EXPECT_NE(note.examples[0].find("node 8 'aten::div_'"), std::string::npos) << note.examples[0];
+  }
+  EXPECT_TRUE(noted);
+  TempDir dir;
+  ASSERT_TRUE(write_conversion(*conversion, dir.file("out.et")));
+  const chakra::ValidationReport checks = test::validate_file(dir.file("out.et"));
+  EXPECT_TRUE(checks.diagnostics().empty()) << test::findings(checks);
+}
+
 TEST(Converter, links_kernels_to_their_launching_ops) {
   Expected<HostTrace> host = host_of(ddp_trace());
   ASSERT_TRUE(host);

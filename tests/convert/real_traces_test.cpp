@@ -303,13 +303,14 @@ TEST(RecordedTraces, ddp_gloo_all_reduces_become_collectives) {
     for (size_t at = 0; at < 2; ++at) {
       EXPECT_EQ(report.comms[at].waiter_id, std::optional<uint64_t>{waiters[at]})
           << "rank " << rank;
-      for (const ChakraProtoMsg::Node& node : result.conversion.nodes) {
-        if (node.id() != waiters[at]) continue;
-        EXPECT_EQ(node.name(), "aten::as_strided");
-        EXPECT_NE(
-            std::find(node.data_deps().begin(), node.data_deps().end(), report.comms[at].node_id),
-            node.data_deps().end());
-      }
+      const auto waiter =
+          std::find_if(result.conversion.nodes.begin(), result.conversion.nodes.end(),
+                       [&](const ChakraProtoMsg::Node& node) { return node.id() == waiters[at]; });
+      ASSERT_NE(waiter, result.conversion.nodes.end()) << "rank " << rank;
+      EXPECT_EQ(waiter->name(), "aten::as_strided");
+      EXPECT_NE(std::find(waiter->data_deps().begin(), waiter->data_deps().end(),
+                          report.comms[at].node_id),
+                waiter->data_deps().end());
     }
   }
 }

@@ -90,6 +90,9 @@ TEST(TraceWriter, every_rank_file_passes_strict_validation_and_the_set_simulates
   Expected<TraceSetReport> report = write_trace_set(pipeline_like(), dir.file("w"), options);
   ASSERT_TRUE(report) << report.error().message();
   EXPECT_EQ(report->ranks, 4u);
+  const SpmdProgram program = pair_point_to_point(pipeline_like(), 4);
+  EXPECT_EQ(report->program.edges, program.dag.edges) << "the program it wrote";
+  EXPECT_EQ(report->program.size(), 8u);
   ASSERT_EQ(report->rank_files.size(), 4u);
   for (const std::string& path : report->rank_files) {
     Expected<chakra::TraceGraph> graph = chakra::load_trace(path);
