@@ -3,15 +3,21 @@
 //   orrery synth train --corpus DIR -o model.pt [--window 256] [--hidden 64] [--steps 2000] ...
 //   orrery synth sample --model model.pt -n 100 -o out/ [--target-time 5ms] [--baseline] ...
 //   orrery synth eval --model model.pt --real held-out/ --synthetic out/ [--json]
+// and on graph sets (synth/graphs.h; LayerDAG's TPU Tile benchmark):
+//   orrery synth train --graphs train.json -o tile.pt ...
+//   orrery synth sample --model tile.pt -o samples.json [-n N] [--target-label Y]
+//   orrery synth eval --model tile.pt --real test.json --synthetic samples.json [--reference F]
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "synth/graph_synthesizer.h"
 #include "synth/synthesizer.h"
 
 #ifndef ORRERY_VERSION
@@ -61,10 +67,46 @@ Expected<double> parse_positive(const std::string& text, const char* what) {
 
 struct TrainFlags {
   synth::TrainSettings settings;
+  std::string graphs;  // a graph set instead of a trace corpus
   std::string output;
   bool no_condition = false;
   bool quiet = false;
 };
+
+void print_modules(const std::vector<synth::ModuleReport>& modules) {
+  for (const synth::ModuleReport& report : modules) {
+    fmt::print(
+        "{:<11} {:>6} examples, {} steps in {:.1f} s, best validation loss {:.4f} (step {})\n",
+        synth::module_name(report.module), report.examples, report.steps, report.seconds,
+        report.validation_loss, report.best_step);
+  }
+}
+
+uintmax_t file_bytes(const std::string& path) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(path, error);
+  return error ? 0 : bytes;
+}
+
+int run_train_graphs(const TrainFlags& flags, const synth::Log& log) {
+  synth::GraphTrainSettings settings;
+  settings.graphs = flags.graphs;
+  settings.window = flags.settings.window;
+  settings.sizes = flags.settings.sizes;
+  settings.training = flags.settings.training;
+  settings.condition = flags.settings.condition;
+  Expected<synth::GraphTrainSummary> summary =
+      synth::train_graph_model(settings, flags.output, log);
+  if (!summary) return report_error(summary.error());
+  if (!flags.quiet) print_modules(summary->modules);
+  fmt::print(
+      "wrote {}: {} graphs ({} nodes, {} categories, {} duplicate edges merged), {} parameters, "
+      "{} bytes, trained in {:.1f} s\n",
+      flags.output, summary->graphs, summary->nodes, summary->categories, summary->duplicate_edges,
+      summary->parameters[0] + summary->parameters[1] + summary->parameters[2],
+      file_bytes(flags.output), summary->train_seconds);
+  return 0;
+}
 
 int run_train(TrainFlags& flags) {
   synth::TrainSettings& settings = flags.settings;
@@ -77,43 +119,72 @@ int run_train(TrainFlags& flags) {
   if (settings.window < 2) {
     return report_error(Error::make(ErrorKind::kInvalidArgument, "--window must be at least 2"));
   }
+  if (settings.corpus.empty() == flags.graphs.empty()) {
+    return report_error(Error::make(ErrorKind::kInvalidArgument,
+                                    "give exactly one of --corpus DIR (traces) and --graphs FILE "
+                                    "(a graph set)"));
+  }
   synth::set_compute_threads(settings.threads);
   const synth::Log log = [&](const std::string& line) {
     if (!flags.quiet) fmt::print("{}\n", line);
     std::fflush(stdout);
   };
+  if (!flags.graphs.empty()) return run_train_graphs(flags, log);
   Expected<synth::TrainSummary> summary = synth::train_model(settings, flags.output, log);
   if (!summary) return report_error(summary.error());
   for (const std::string& note : summary->notes) fmt::print(stderr, "orrery: warning: {}\n", note);
   if (!flags.quiet) {
     fmt::print("labels: {} training graphs simulated in {:.1f} s\n", summary->training_graphs,
                summary->label_seconds);
-    for (const synth::ModuleReport& report : summary->modules) {
-      fmt::print(
-          "{:<11} {:>6} examples, {} steps in {:.1f} s, best validation loss {:.4f} (step {})\n",
-          synth::module_name(report.module), report.examples, report.steps, report.seconds,
-          report.validation_loss, report.best_step);
-    }
+    print_modules(summary->modules);
   }
-  std::error_code error;
-  const auto bytes = std::filesystem::file_size(flags.output, error);
   fmt::print(
       "wrote {}: {} training graphs ({} nodes), {} parameters, {} bytes, trained in {:.1f} s\n",
       flags.output, summary->training_graphs, summary->training_nodes,
-      summary->parameters[0] + summary->parameters[1] + summary->parameters[2], error ? 0 : bytes,
-      summary->train_seconds);
+      summary->parameters[0] + summary->parameters[1] + summary->parameters[2],
+      file_bytes(flags.output), summary->train_seconds);
   return 0;
 }
 
 struct SampleFlags {
   synth::SampleSettings settings;
+  bool count_given = false;
+  std::optional<double> target_label;  // graph models
   std::string target_time, target_flops, target_comm;
   size_t threads = 1;
   bool quiet = false;
 };
 
+int run_sample_graphs(const SampleFlags& flags) {
+  if (!flags.target_time.empty() || !flags.target_flops.empty() || !flags.target_comm.empty()) {
+    return report_error(Error::make(ErrorKind::kInvalidArgument,
+                                    "{}: a graph-set model takes --target-label, not "
+                                    "--target-time, --target-flops or --target-comm",
+                                    flags.settings.model));
+  }
+  if (flags.target_label && !std::isfinite(*flags.target_label)) {
+    return report_error(
+        Error::make(ErrorKind::kInvalidArgument, "--target-label must be a finite number"));
+  }
+  synth::GraphSampleSettings settings;
+  settings.model = flags.settings.model;
+  settings.output = flags.settings.output;
+  settings.count = flags.count_given ? flags.settings.count : 0;
+  settings.seed = flags.settings.seed;
+  settings.batch = flags.settings.batch;
+  settings.baseline = flags.settings.baseline;
+  settings.target = flags.target_label;
+  const synth::Log log = [&](const std::string& line) {
+    if (!flags.quiet) fmt::print("{}\n", line);
+  };
+  Expected<synth::GraphSampleSummary> summary = synth::sample_graphs(settings, log);
+  if (!summary) return report_error(summary.error());
+  return 0;
+}
+
 int run_sample(SampleFlags& flags) {
   synth::SampleSettings& settings = flags.settings;
+  synth::set_compute_threads(flags.threads);
   if (!flags.target_time.empty()) {
     Expected<double> ns = parse_duration_ns(flags.target_time);
     if (!ns) return report_error(ns.error().with_context("--target-time"));
@@ -133,7 +204,17 @@ int run_sample(SampleFlags& flags) {
     }
     settings.target_comm_fraction = *share;
   }
-  synth::set_compute_threads(flags.threads);
+  // Flags are checked before the model is read, so a bad one is named even without a model.
+  Expected<bool> graph_model = synth::is_graph_model(settings.model);
+  if (!graph_model) return report_error(graph_model.error());
+  if (*graph_model) return run_sample_graphs(flags);
+  if (flags.target_label) {
+    return report_error(Error::make(ErrorKind::kInvalidArgument,
+                                    "{}: --target-label is for models trained on a graph set; a "
+                                    "trace model takes --target-time, --target-flops, "
+                                    "--target-comm",
+                                    settings.model));
+  }
   const synth::Log log = [&](const std::string& line) {
     if (!flags.quiet) fmt::print("{}\n", line);
   };
@@ -152,6 +233,7 @@ int run_sample(SampleFlags& flags) {
 
 struct EvalFlags {
   synth::EvalSettings settings;
+  std::string reference;  // graph models
   bool json = false;
   bool no_surrogate = false;
   bool quiet = false;
@@ -163,6 +245,31 @@ int run_eval(EvalFlags& flags) {
   const synth::Log log = [&](const std::string& line) {
     if (!flags.quiet && !flags.json) fmt::print("{}\n", line);
   };
+  Expected<bool> graph_model = synth::is_graph_model(flags.settings.model);
+  if (!graph_model) return report_error(graph_model.error());
+  if (*graph_model) {
+    synth::GraphEvalSettings settings;
+    settings.model = flags.settings.model;
+    settings.real = flags.settings.real;
+    settings.synthetic = flags.settings.synthetic;
+    settings.reference = flags.reference;
+    settings.baseline_samples = flags.settings.baseline_samples;
+    settings.seed = flags.settings.seed;
+    settings.surrogate = flags.settings.surrogate;
+    settings.surrogate_options = flags.settings.surrogate_options;
+    Expected<synth::GraphEvalReport> report = synth::evaluate_graphs(settings, log);
+    if (!report) return report_error(report.error());
+    if (flags.json) {
+      fmt::print("{}\n", synth::graph_eval_to_json(*report).dump(2));
+    } else {
+      fmt::print("{}", synth::format_graph_eval(*report));
+    }
+    return 0;
+  }
+  if (!flags.reference.empty()) {
+    return report_error(Error::make(ErrorKind::kInvalidArgument,
+                                    "--reference is for models trained on a graph set"));
+  }
   Expected<synth::EvalReport> report = synth::evaluate(flags.settings, log);
   if (!report) return report_error(report.error());
   if (flags.json) {
@@ -191,10 +298,12 @@ int main(int argc, char** argv) {
   CLI::App* train_cmd = app.add_subcommand("train",
                                            "Train the three LayerDAG networks (layer size, "
                                            "attributes, edges) and the baseline on a corpus");
-  train_cmd
-      ->add_option("--corpus", ts.corpus,
-                   "Folder of .et files and trace sets (searched recursively)")
-      ->required();
+  train_cmd->add_option("--corpus", ts.corpus,
+                        "Folder of .et files and trace sets (searched recursively)");
+  train_cmd->add_option("--graphs", train.graphs,
+                        "A graph set (JSON: categorical DAGs with a label each, as "
+                        "scripts/tpu_tile_to_json.py writes LayerDAG's TPU Tile graphs) instead "
+                        "of traces");
   train_cmd->add_option("-o,--output", train.output, "Model file to write (e.g. model.pt)")
       ->required();
   train_cmd
@@ -259,9 +368,15 @@ int main(int argc, char** argv) {
   CLI::App* sample_cmd =
       app.add_subcommand("sample", "Sample synthetic trace sets from a trained model");
   sample_cmd->add_option("--model", ss.model, "Model file from `orrery synth train`")->required();
-  sample_cmd->add_option("-n,--count", ss.count, "Trace sets to write")->capture_default_str();
   sample_cmd
-      ->add_option("-o,--output", ss.output, "Folder: sample_<i>.<rank>.et and sample_<i>.json")
+      ->add_option("-n,--count", ss.count,
+                   "Trace sets to write (graph-set models: graphs, default one per training "
+                   "label)")
+      ->capture_default_str();
+  sample_cmd
+      ->add_option("-o,--output", ss.output,
+                   "Folder: sample_<i>.<rank>.et and sample_<i>.json (graph-set models: the "
+                   "graph set file to write)")
       ->required();
   sample_cmd->add_option("--seed", ss.seed, "Seed of the sampling")->capture_default_str();
   sample_cmd->add_option("--ranks", ss.ranks,
@@ -278,10 +393,16 @@ int main(int argc, char** argv) {
                          "Condition on the total FLOPs of a rank");
   sample_cmd->add_option("--target-comm", sample.target_comm,
                          "Condition on the communication share of the time (0 to 1)");
+  sample_cmd->add_option("--target-label", sample.target_label,
+                         "Graph-set models: condition every graph on this label (default: the "
+                         "training labels in order)");
   sample_cmd->add_option("--threads", sample.threads, "libtorch threads (0: one per core)")
       ->capture_default_str();
   sample_cmd->add_flag("-q,--quiet", sample.quiet, "No summary");
-  sample_cmd->callback([&] { exit_code = cli::run_sample(sample); });
+  sample_cmd->callback([&] {
+    sample.count_given = sample_cmd->count("--count") > 0;
+    exit_code = cli::run_sample(sample);
+  });
 
   cli::EvalFlags eval;
   synth::EvalSettings& es = eval.settings;
@@ -290,8 +411,17 @@ int main(int argc, char** argv) {
                                           "ones: validity, MMD, simulated time, surrogate");
   eval_cmd->add_option("--model", es.model, "Model file (codebook, baseline, evaluation job)")
       ->required();
-  eval_cmd->add_option("--real", es.real, "Folder of real (held-out) traces")->required();
-  eval_cmd->add_option("--synthetic", es.synthetic, "Folder of synthetic trace sets")->required();
+  eval_cmd
+      ->add_option("--real", es.real,
+                   "Folder of real (held-out) traces (graph-set models: a graph set)")
+      ->required();
+  eval_cmd
+      ->add_option("--synthetic", es.synthetic,
+                   "Folder of synthetic trace sets (graph-set models: the sampled graph set)")
+      ->required();
+  eval_cmd->add_option("--reference", eval.reference,
+                       "Graph-set models: the real training graphs, for the surrogate a perfect "
+                       "generator would give");
   eval_cmd
       ->add_option("--baseline-samples", es.baseline_samples,
                    "Baseline samples (0: as many as synthetic sets)")

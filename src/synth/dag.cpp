@@ -122,7 +122,18 @@ Expected<Dag> dag_from_trace(const chakra::TraceGraph& graph, const chakra::Comm
     for (chakra::NodeIndex parent : deps.parents(child)) dag.edges.emplace_back(parent, child);
   }
   normalize_edges(dag);
-  // A cycle of data edges survives DependencyGraph; find it with Kahn's algorithm.
+  // A cycle of data edges survives DependencyGraph.
+  if (const std::optional<uint32_t> stuck = node_on_cycle(dag)) {
+    return Error::make(ErrorKind::kTrace,
+                       "{}: node {} is on or behind a cycle of data dependencies; a trace with a "
+                       "cycle cannot be learned",
+                       graph.source(), graph.id(*stuck));
+  }
+  return dag;
+}
+
+std::optional<uint32_t> node_on_cycle(const Dag& dag) {
+  // Kahn's algorithm: what it never reaches is on a cycle or behind one.
   std::vector<uint32_t> indegree(dag.size(), 0);
   std::vector<std::vector<uint32_t>> children(dag.size());
   for (const auto& [parent, child] : dag.edges) {
@@ -142,15 +153,10 @@ Expected<Dag> dag_from_trace(const chakra::TraceGraph& graph, const chakra::Comm
       if (--indegree[child] == 0) ready.push_back(child);
     }
   }
-  if (done != dag.size()) {
-    uint32_t stuck = 0;
-    while (indegree[stuck] == 0) ++stuck;
-    return Error::make(ErrorKind::kTrace,
-                       "{}: node {} is on or behind a cycle of data dependencies; a trace with a "
-                       "cycle cannot be learned",
-                       graph.source(), graph.id(stuck));
-  }
-  return dag;
+  if (done == dag.size()) return std::nullopt;
+  uint32_t stuck = 0;
+  while (indegree[stuck] == 0) ++stuck;
+  return stuck;
 }
 
 DagTotals dag_totals(const Dag& dag) {

@@ -13,14 +13,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "chakra/comm_groups.h"
 #include "chakra/trace_graph.h"
 #include "core/error.h"
-#include "chakra/comm_groups.h"
 
 namespace orrery::synth {
 
@@ -93,6 +94,10 @@ void normalize_edges(Dag& dag);
 // it does not know counts as the whole job and is counted in `unknown_groups` when given).
 Expected<Dag> dag_from_trace(const chakra::TraceGraph& graph, const chakra::CommGroups& groups,
                              uint32_t ranks, uint32_t* unknown_groups = nullptr);
+
+// A node on or behind a cycle of `dag.edges` (the lowest position Kahn's algorithm never reaches);
+// nullopt when the graph is acyclic. O(nodes + edges).
+std::optional<uint32_t> node_on_cycle(const Dag& dag);
 
 // Totals over the nodes, for labels and reports.
 struct DagTotals {

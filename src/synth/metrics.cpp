@@ -36,8 +36,7 @@ void normalize(Histogram& histogram) {
 
 }  // namespace
 
-std::map<std::string, Histogram> graph_statistics(const EncodedDag& graph,
-                                                  const Codebook& codebook) {
+std::map<std::string, Histogram> structural_statistics(const EncodedDag& graph) {
   std::map<std::string, Histogram> stats;
   Dag shape;
   shape.nodes.resize(graph.size());
@@ -60,13 +59,30 @@ std::map<std::string, Histogram> graph_statistics(const EncodedDag& graph,
     in_degree[degree_bin(in[node])] += 1;
     out_degree[degree_bin(out[node])] += 1;
   }
+  Histogram& nodes = stats["nodes"] = Histogram(20, 0.0);
+  nodes[log2_bin(graph.size())] = 1;
+  Histogram& depths = stats["depth"] = Histogram(20, 0.0);
+  depths[log2_bin(depth)] = 1;
+  for (auto& [name, histogram] : stats) normalize(histogram);
+  return stats;
+}
+
+Histogram class_histogram(const EncodedDag& graph, size_t attr, uint32_t classes) {
+  Histogram histogram(std::max<uint32_t>(classes, 1), 0.0);
+  for (const NodeClasses& node : graph.x) {
+    histogram[std::min<size_t>(node[attr], histogram.size() - 1)] += 1;
+  }
+  normalize(histogram);
+  return histogram;
+}
+
+std::map<std::string, Histogram> graph_statistics(const EncodedDag& graph,
+                                                  const Codebook& codebook) {
+  std::map<std::string, Histogram> stats = structural_statistics(graph);
   const auto classes = codebook.class_counts();
   for (size_t attr = 0; attr < kAttrCount; ++attr) {
-    Histogram& histogram = stats[std::string(attr_name(static_cast<Attr>(attr)))] =
-        Histogram(classes[attr], 0.0);
-    for (const NodeClasses& node : graph.x) {
-      histogram[std::min<size_t>(node[attr], classes[attr] - 1)] += 1;
-    }
+    stats[std::string(attr_name(static_cast<Attr>(attr)))] =
+        class_histogram(graph, attr, classes[attr]);
   }
   constexpr size_t kCollectives = kNodeKindCount - static_cast<size_t>(NodeKind::kAllReduce);
   Histogram& mix = stats["collective_mix"] = Histogram(kCollectives + 1, 0.0);
@@ -76,12 +92,32 @@ std::map<std::string, Histogram> graph_statistics(const EncodedDag& graph,
       mix[static_cast<size_t>(kind) - static_cast<size_t>(NodeKind::kAllReduce)] += 1;
   }
   if (std::accumulate(mix.begin(), mix.end(), 0.0) == 0) mix[kCollectives] = 1;
-  Histogram& nodes = stats["nodes"] = Histogram(20, 0.0);
-  nodes[log2_bin(graph.size())] = 1;
-  Histogram& depths = stats["depth"] = Histogram(20, 0.0);
-  depths[log2_bin(depth)] = 1;
-  for (auto& [name, histogram] : stats) normalize(histogram);
+  normalize(mix);
   return stats;
+}
+
+std::map<std::string, std::pair<double, double>> mmd_table(const std::vector<EncodedDag>& real,
+                                                           const std::vector<EncodedDag>& model,
+                                                           const std::vector<EncodedDag>& baseline,
+                                                           const GraphStatistics& statistics) {
+  auto stats_of = [&](const std::vector<EncodedDag>& graphs) {
+    std::map<std::string, std::vector<Histogram>> out;
+    for (const EncodedDag& graph : graphs) {
+      for (auto& [name, histogram] : statistics(graph)) out[name].push_back(std::move(histogram));
+    }
+    return out;
+  };
+  const auto real_stats = stats_of(real);
+  const auto model_stats = stats_of(model);
+  const auto base_stats = stats_of(baseline);
+  std::map<std::string, std::pair<double, double>> table;
+  for (const auto& [name, histograms] : real_stats) {
+    const auto m = model_stats.find(name);
+    const auto b = base_stats.find(name);
+    table[name] = {m == model_stats.end() ? 0.0 : mmd_squared(histograms, m->second),
+                   b == base_stats.end() ? 0.0 : mmd_squared(histograms, b->second)};
+  }
+  return table;
 }
 
 double total_variation(const Histogram& a, const Histogram& b) {

@@ -14,6 +14,8 @@
 // absolute error.
 #pragma once
 
+#include <functional>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +29,19 @@ using Histogram = std::vector<double>;
 // The statistics above, by name, for `graph` (its own layers are recomputed from its edges).
 std::map<std::string, Histogram> graph_statistics(const EncodedDag& graph,
                                                   const Codebook& codebook);
+// Only those that read no attribute: layer_size, in_degree, out_degree, nodes, depth.
+std::map<std::string, Histogram> structural_statistics(const EncodedDag& graph);
+// The normalized histogram of attribute `attr` over `classes` classes (larger classes count as the
+// last).
+Histogram class_histogram(const EncodedDag& graph, size_t attr, uint32_t classes);
+
+// MMD^2 of every statistic `statistics` gives the real graphs, against the model's graphs and
+// against the baseline's: statistic -> (model, baseline).
+using GraphStatistics = std::function<std::map<std::string, Histogram>(const EncodedDag&)>;
+std::map<std::string, std::pair<double, double>> mmd_table(const std::vector<EncodedDag>& real,
+                                                           const std::vector<EncodedDag>& model,
+                                                           const std::vector<EncodedDag>& baseline,
+                                                           const GraphStatistics& statistics);
 
 double total_variation(const Histogram& a, const Histogram& b);
 double mmd_squared(const std::vector<Histogram>& x, const std::vector<Histogram>& y,

@@ -134,6 +134,73 @@ Expected<LoadedModel> load_model(const std::string& path) {
 
 }  // namespace
 
+uint64_t fit_corpus_fields(LayerDagConfig& config, const std::vector<EncodedDag>& graphs) {
+  for (size_t attr = 0; attr < kAttrCount; ++attr)
+    config.marginals[attr].assign(config.classes[attr], 0.0);
+  uint64_t nodes = 0, edges = 0, non_sources = 0;
+  config.max_layer_size = 1;
+  config.max_layers = 1;
+  for (const EncodedDag& graph : graphs) {
+    nodes += graph.size();
+    edges += graph.edges.size();
+    non_sources += graph.size() - (graph.layers() > 0 ? graph.layer_start[1] : 0);
+    config.max_layers = std::max(config.max_layers, graph.layers());
+    for (uint32_t layer = 0; layer < graph.layers(); ++layer) {
+      config.max_layer_size =
+          std::max(config.max_layer_size, graph.layer_start[layer + 1] - graph.layer_start[layer]);
+    }
+    for (const NodeClasses& x : graph.x) {
+      for (size_t attr = 0; attr < kAttrCount; ++attr) config.marginals[attr][x[attr]] += 1;
+    }
+  }
+  for (auto& marginal : config.marginals) {
+    for (double& value : marginal) value /= static_cast<double>(std::max<uint64_t>(nodes, 1));
+  }
+  config.mean_in_degree =
+      non_sources > 0 ? static_cast<double>(edges) / static_cast<double>(non_sources) : 1.0;
+  return nodes;
+}
+
+nlohmann::json training_meta(const TrainOptions& options,
+                             const std::vector<ModuleReport>& modules) {
+  nlohmann::json reports = nlohmann::json::array();
+  for (const ModuleReport& report : modules) {
+    reports.push_back({{"module", module_name(report.module)},
+                       {"examples", report.examples},
+                       {"steps", report.steps},
+                       {"validation_loss", report.validation_loss},
+                       {"best_step", report.best_step}});
+  }
+  return {{"seed", options.seed},
+          {"steps", options.steps},
+          {"batch", options.batch},
+          {"learning_rate", options.learning_rate},
+          {"modules", reports}};
+}
+
+Correlation correlation_of(const std::vector<double>& predicted, const std::vector<double>& truth) {
+  return {pearson(predicted, truth), spearman(predicted, truth),
+          mean_absolute_error(predicted, truth)};
+}
+
+nlohmann::json correlation_json(const Correlation& c) {
+  return {{"pearson", c.pearson}, {"spearman", c.spearman}, {"mae", c.mae}};
+}
+
+std::string format_mmd(const std::map<std::string, std::pair<double, double>>& mmd) {
+  std::string out =
+      "MMD^2 (Gaussian kernel on total variation, sigma 1): model vs baseline, lower is closer\n";
+  uint32_t wins = 0;
+  for (const auto& [name, pair] : mmd) {
+    const bool win = pair.first < pair.second;
+    wins += win;
+    out += fmt::format("  {:<16} {:>10.5f} {:>10.5f}{}\n", name, pair.first, pair.second,
+                       win ? "  *" : "");
+  }
+  out += fmt::format("  model closer on {} of {} statistics\n", wins, mmd.size());
+  return out;
+}
+
 Expected<TrainSummary> train_model(const TrainSettings& settings, const std::string& output,
                                    const Log& log) {
   auto say = [&](const std::string& line) {
@@ -202,29 +269,7 @@ Expected<TrainSummary> train_model(const TrainSettings& settings, const std::str
 
   LayerDagConfig config = settings.sizes;
   config.classes = codebook.class_counts();
-  for (size_t attr = 0; attr < kAttrCount; ++attr)
-    config.marginals[attr].assign(config.classes[attr], 0.0);
-  uint64_t nodes = 0, edges = 0, non_sources = 0;
-  config.max_layer_size = 1;
-  config.max_layers = 1;
-  for (const EncodedDag& graph : encoded) {
-    nodes += graph.size();
-    edges += graph.edges.size();
-    non_sources += graph.size() - (graph.layers() > 0 ? graph.layer_start[1] : 0);
-    config.max_layers = std::max(config.max_layers, graph.layers());
-    for (uint32_t layer = 0; layer < graph.layers(); ++layer) {
-      config.max_layer_size =
-          std::max(config.max_layer_size, graph.layer_start[layer + 1] - graph.layer_start[layer]);
-    }
-    for (const NodeClasses& x : graph.x) {
-      for (size_t attr = 0; attr < kAttrCount; ++attr) config.marginals[attr][x[attr]] += 1;
-    }
-  }
-  for (auto& marginal : config.marginals) {
-    for (double& value : marginal) value /= static_cast<double>(nodes);
-  }
-  config.mean_in_degree =
-      non_sources > 0 ? static_cast<double>(edges) / static_cast<double>(non_sources) : 1.0;
+  const uint64_t nodes = fit_corpus_fields(config, encoded);
   config.max_nodes = settings.window;
   config.labels = settings.condition ? static_cast<uint32_t>(kLabelNames.size()) : 0;
   summary.training_graphs = static_cast<uint32_t>(graphs.size());
@@ -280,19 +325,7 @@ Expected<TrainSummary> train_model(const TrainSettings& settings, const std::str
                          {"rank_programs", summary.rank_programs},
                          {"training_graphs", summary.training_graphs},
                          {"training_nodes", summary.training_nodes}};
-  nlohmann::json modules = nlohmann::json::array();
-  for (const ModuleReport& report : summary.modules) {
-    modules.push_back({{"module", module_name(report.module)},
-                       {"examples", report.examples},
-                       {"steps", report.steps},
-                       {"validation_loss", report.validation_loss},
-                       {"best_step", report.best_step}});
-  }
-  file.meta["training"] = {{"seed", settings.training.seed},
-                           {"steps", settings.training.steps},
-                           {"batch", settings.training.batch},
-                           {"learning_rate", settings.training.learning_rate},
-                           {"modules", modules}};
+  file.meta["training"] = training_meta(settings.training, summary.modules);
   file.tensors = model.weights();
   if (Status status = write_model_file(output, file); !status) return status.error();
   return summary;
@@ -602,24 +635,9 @@ Expected<EvalReport> evaluate(const EvalSettings& settings, const Log& log) {
       base_side.total ? static_cast<double>(base_side.valid) / base_side.total : 0;
   report.invalid = model_side.invalid;
 
-  auto stats_of = [&](const Side& side) {
-    std::map<std::string, std::vector<Histogram>> out;
-    for (const EncodedDag& graph : side.graphs) {
-      for (auto& [name, histogram] : graph_statistics(graph, model->codebook)) {
-        out[name].push_back(std::move(histogram));
-      }
-    }
-    return out;
-  };
-  const auto real_stats = stats_of(real_side);
-  const auto model_stats = stats_of(model_side);
-  const auto base_stats = stats_of(base_side);
-  for (const auto& [name, histograms] : real_stats) {
-    const auto m = model_stats.find(name);
-    const auto b = base_stats.find(name);
-    report.mmd[name] = {m == model_stats.end() ? 0.0 : mmd_squared(histograms, m->second),
-                        b == base_stats.end() ? 0.0 : mmd_squared(histograms, b->second)};
-  }
+  report.mmd =
+      mmd_table(real_side.graphs, model_side.graphs, base_side.graphs,
+                [&](const EncodedDag& graph) { return graph_statistics(graph, model->codebook); });
   report.wasserstein["log10_time_ns"] = {wasserstein1(real_side.log_time, model_side.log_time),
                                          wasserstein1(real_side.log_time, base_side.log_time)};
   report.wasserstein["comm_fraction"] = {wasserstein1(real_side.comm, model_side.comm),
@@ -646,14 +664,10 @@ Expected<EvalReport> evaluate(const EvalSettings& settings, const Log& log) {
         graphs.push_back(side.graphs[idx]);
         times.push_back(side.log_time[idx]);
       }
-      Correlation out;
-      if (graphs.size() < 2) return out;
+      if (graphs.size() < 2) return Correlation{};
       const std::vector<double> predicted = fit_and_predict_surrogate(
           graphs, times, real_side.graphs, model->config.classes, settings.surrogate_options);
-      out.pearson = pearson(predicted, real_side.log_time);
-      out.spearman = spearman(predicted, real_side.log_time);
-      out.mae = mean_absolute_error(predicted, real_side.log_time);
-      return out;
+      return correlation_of(predicted, real_side.log_time);
     };
     report.surrogate = true;
     report.surrogate_readout = settings.surrogate_options.readout;
@@ -680,12 +694,9 @@ nlohmann::json eval_to_json(const EvalReport& report) {
     out["mean"][name] = {{"real", values[0]}, {"model", values[1]}, {"baseline", values[2]}};
   }
   if (report.surrogate) {
-    auto side = [](const Correlation& c) {
-      return nlohmann::json{{"pearson", c.pearson}, {"spearman", c.spearman}, {"mae", c.mae}};
-    };
     out["surrogate"] = {{"readout", readout_name(report.surrogate_readout)},
-                        {"model", side(report.surrogate_model)},
-                        {"baseline", side(report.surrogate_baseline)}};
+                        {"model", correlation_json(report.surrogate_model)},
+                        {"baseline", correlation_json(report.surrogate_baseline)}};
   }
   return out;
 }
@@ -698,16 +709,7 @@ std::string format_eval(const EvalReport& report) {
       report.baseline_samples);
   for (const std::string& reason : report.invalid) out += "  invalid: " + reason + "\n";
   out += fmt::format("real graphs         {}\n", report.real_graphs);
-  out +=
-      "MMD^2 (Gaussian kernel on total variation, sigma 1): model vs baseline, lower is closer\n";
-  uint32_t wins = 0;
-  for (const auto& [name, pair] : report.mmd) {
-    const bool win = pair.first < pair.second;
-    wins += win;
-    out += fmt::format("  {:<16} {:>10.5f} {:>10.5f}{}\n", name, pair.first, pair.second,
-                       win ? "  *" : "");
-  }
-  out += fmt::format("  model closer on {} of {} statistics\n", wins, report.mmd.size());
+  out += format_mmd(report.mmd);
   out += "Wasserstein-1 to the real distribution: model vs baseline\n";
   for (const auto& [name, pair] : report.wasserstein) {
     const auto& means = report.means.at(name);

@@ -130,4 +130,16 @@ Expected<EvalReport> evaluate(const EvalSettings& settings, const Log& log);
 nlohmann::json eval_to_json(const EvalReport& report);
 std::string format_eval(const EvalReport& report);
 
+// Shared by the trace synthesizer above and the graph-set one (synth/graph_synthesizer.h).
+// The corpus fields of `config` (class marginals, widest layer, deepest graph, mean in-degree)
+// from the encoded training graphs, whose node count it returns. config.classes must be set.
+uint64_t fit_corpus_fields(LayerDagConfig& config, const std::vector<EncodedDag>& graphs);
+// The "training" entry of a model file's header.
+nlohmann::json training_meta(const TrainOptions& options, const std::vector<ModuleReport>& modules);
+// A surrogate's predictions against the truth; and as {"pearson", "spearman", "mae"}.
+Correlation correlation_of(const std::vector<double>& predicted, const std::vector<double>& truth);
+nlohmann::json correlation_json(const Correlation& correlation);
+// The MMD table of an eval report (statistic -> model, baseline), with the count of wins.
+std::string format_mmd(const std::map<std::string, std::pair<double, double>>& mmd);
+
 }  // namespace orrery::synth

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "synth/dag.h"
+#include "synth/layerdag.h"
 
 namespace orrery::test {
 
@@ -54,6 +55,21 @@ inline synth::Dag chain_with_all_reduce(uint32_t length) {
   dag.nodes.push_back(collective(synth::NodeKind::kAllReduce, 1 << 20));
   dag.edges.emplace_back(length - 1, length);
   return dag;
+}
+
+// Network sizes small enough for a test to train in a second.
+inline synth::LayerDagConfig tiny_sizes() {
+  synth::LayerDagConfig sizes;
+  sizes.hidden = 16;
+  sizes.mpnn_layers = 1;
+  sizes.attr_embed = 4;
+  sizes.level_embed = 4;
+  sizes.label_embed = 4;
+  sizes.time_embed = 4;
+  sizes.heads = 2;
+  sizes.node_steps = 4;
+  sizes.edge_steps = 2;
+  return sizes;
 }
 
 }  // namespace orrery::test

@@ -9,6 +9,7 @@
 #include "e2e/run_command.h"
 #include "gen/microbench.h"
 #include "synth/synthesizer.h"
+#include "synth_test_support.h"
 
 namespace orrery::synth {
 namespace synthesizer_test {
@@ -41,15 +42,7 @@ TrainSettings tiny(const std::string& corpus, const std::string& scratch) {
   TrainSettings settings;
   settings.corpus = corpus;
   settings.window = 32;
-  settings.sizes.hidden = 16;
-  settings.sizes.mpnn_layers = 1;
-  settings.sizes.attr_embed = 4;
-  settings.sizes.level_embed = 4;
-  settings.sizes.label_embed = 4;
-  settings.sizes.time_embed = 4;
-  settings.sizes.heads = 2;
-  settings.sizes.node_steps = 4;
-  settings.sizes.edge_steps = 2;
+  settings.sizes = test::tiny_sizes();
   settings.training.steps = 8;
   settings.training.batch = 8;
   settings.training.eval_every = 4;
