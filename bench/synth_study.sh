@@ -24,18 +24,7 @@ export OPENBLAS_NUM_THREADS=1
 mkdir -p "$WORK"
 cd "$WORK"
 
-measure() {  # measure NAME COMMAND...: runs it, keeps its output in NAME.log, prints the costs
-  local name=$1
-  shift
-  /usr/bin/time -v -o "$name.time" "$@" > "$name.log" 2>&1 || { cat "$name.log"; exit 1; }
-  awk -v name="$name" -F': ' '
-    /Elapsed \(wall clock\)/ { wall = $2 }
-    /User time/ { user = $2 }
-    /System time/ { sys = $2 }
-    /Maximum resident set size/ { rss = $2 }
-    END { printf "%-10s wall %s, CPU %.1f s (user %.1f + sys %.1f), peak memory %.0f MiB\n",
-          name, wall, user + sys, user, sys, rss / 1024 }' "$name.time" | tee -a costs.txt
-}
+. "$HERE/measure.sh"  # measure NAME COMMAND...
 
 if [ -n "${RESUME:-}" ] && [ -f model.pt ] && [ -f train.time ]; then
   grep '^train ' costs.txt > costs.new || true
