@@ -15,16 +15,10 @@ SAMPLES=${SAMPLES:-1000}
 SEED=${SEED:-1}
 ORRERY=$(cd "$BUILD" && pwd)/orrery
 HERE=$(cd "$(dirname "$0")" && pwd)
-# libtorch multiplies matrices through the system BLAS: use OpenBLAS when it is installed (Debian's
-# reference BLAS is about 20x slower), one thread (the result depends on its thread count).
-if [ -d /usr/lib/x86_64-linux-gnu/openblas-pthread ]; then
-  export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-export OPENBLAS_NUM_THREADS=1
+. "$HERE/measure.sh"  # OpenBLAS for libtorch; measure NAME COMMAND...
 mkdir -p "$WORK"
 cd "$WORK"
 
-. "$HERE/measure.sh"  # measure NAME COMMAND...
 
 if [ -n "${RESUME:-}" ] && [ -f model.pt ] && [ -f train.time ]; then
   grep '^train ' costs.txt > costs.new || true

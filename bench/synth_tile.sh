@@ -18,10 +18,7 @@ STEPS=${STEPS:-2000}
 SEED=${SEED:-1}
 ORRERY=$(cd "$BUILD" && pwd)/orrery
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ -d /usr/lib/x86_64-linux-gnu/openblas-pthread ]; then
-  export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-export OPENBLAS_NUM_THREADS=1
+. "$HERE/measure.sh"  # OpenBLAS for libtorch; measure NAME COMMAND...
 mkdir -p "$WORK"
 cd "$WORK"
 
@@ -39,7 +36,6 @@ for split in val test; do
     --categories 47
 done
 
-. "$HERE/measure.sh"  # measure NAME COMMAND...
 
 rm -f costs.txt
 measure train nice -n 10 "$ORRERY" synth train --graphs val.json -o tile.pt --steps "$STEPS" \

@@ -57,7 +57,7 @@ Expected<GraphModel> load_graph_model(const std::string& path) {
   auto fail = [&](const std::string& what) {
     return Error::make(ErrorKind::kParse, "{}: {}", path, what);
   };
-  if (meta.value("format", "") != kGraphModelFormat) {
+  if (file->format() != kGraphModelFormat) {
     return fail("not a model trained on a graph set (orrery synth train --graphs)");
   }
   GraphModel model;
@@ -95,7 +95,7 @@ Expected<GraphModel> load_graph_model(const std::string& path) {
 Expected<bool> is_graph_model(const std::string& path) {
   Expected<ModelFile> file = read_model_file(path);
   if (!file) return file.error();
-  return file->meta.value("format", "") == kGraphModelFormat;
+  return file->format() == kGraphModelFormat;
 }
 
 Expected<GraphTrainSummary> train_graph_model(const GraphTrainSettings& settings,
@@ -356,8 +356,7 @@ nlohmann::json graph_eval_to_json(const GraphEvalReport& report) {
   out["synthetic_graphs"] = report.synthetic_graphs;
   out["baseline_samples"] = report.baseline_samples;
   out["invalid"] = report.invalid;
-  for (const auto& [name, pair] : report.mmd)
-    out["mmd"][name] = {{"model", pair.first}, {"baseline", pair.second}};
+  out["mmd"] = mmd_json(report.mmd);
   if (report.surrogate) {
     out["surrogate"] = {{"readout", readout_name(report.surrogate_readout)},
                         {"label", report.label},

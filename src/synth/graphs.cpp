@@ -79,7 +79,9 @@ Expected<GraphSet> graph_set_from_json(const nlohmann::json& json, const std::st
   auto fail = [&](const std::string& what) {
     return Error::make(ErrorKind::kParse, "{}: {}", source, what);
   };
-  if (!json.is_object() || json.value("format", "") != kGraphSetFormat) {
+  const auto format = json.is_object() ? json.find("format") : json.end();
+  if (format == json.end() || !format->is_string() ||
+      format->get<std::string>() != kGraphSetFormat) {
     return fail(fmt::format("not a graph set (its \"format\" must be \"{}\")", kGraphSetFormat));
   }
   GraphSet set;

@@ -26,6 +26,12 @@ struct TensorBlob {
 struct ModelFile {
   nlohmann::json meta;
   std::vector<TensorBlob> tensors;
+
+  // The header's "format" ("" when it is absent or not a string, as in a hostile file).
+  std::string format() const {
+    const auto it = meta.find("format");
+    return it != meta.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
 };
 
 Status write_model_file(const std::string& path, const ModelFile& file);

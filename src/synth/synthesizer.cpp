@@ -102,7 +102,7 @@ Expected<LoadedModel> load_model(const std::string& path) {
   auto fail = [&](const std::string& what) {
     return Error::make(ErrorKind::kParse, "{}: {}", path, what);
   };
-  if (meta.value("format", "") != "orrery synth LayerDAG") return fail("not a LayerDAG model");
+  if (file->format() != "orrery synth LayerDAG") return fail("not a LayerDAG model");
   if (!meta.contains("config") || !meta.contains("codebook") || !meta.contains("baseline")) {
     return fail("the header lacks config, codebook or baseline");
   }
@@ -185,6 +185,13 @@ Correlation correlation_of(const std::vector<double>& predicted, const std::vect
 
 nlohmann::json correlation_json(const Correlation& c) {
   return {{"pearson", c.pearson}, {"spearman", c.spearman}, {"mae", c.mae}};
+}
+
+nlohmann::json mmd_json(const std::map<std::string, std::pair<double, double>>& mmd) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, pair] : mmd)
+    out[name] = {{"model", pair.first}, {"baseline", pair.second}};
+  return out;
 }
 
 std::string format_mmd(const std::map<std::string, std::pair<double, double>>& mmd) {
@@ -685,8 +692,7 @@ nlohmann::json eval_to_json(const EvalReport& report) {
   out["synthetic_sets"] = report.synthetic_sets;
   out["baseline_samples"] = report.baseline_samples;
   out["invalid"] = report.invalid;
-  for (const auto& [name, pair] : report.mmd)
-    out["mmd"][name] = {{"model", pair.first}, {"baseline", pair.second}};
+  out["mmd"] = mmd_json(report.mmd);
   for (const auto& [name, pair] : report.wasserstein) {
     out["wasserstein"][name] = {{"model", pair.first}, {"baseline", pair.second}};
   }

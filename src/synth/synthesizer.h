@@ -139,6 +139,8 @@ nlohmann::json training_meta(const TrainOptions& options, const std::vector<Modu
 // A surrogate's predictions against the truth; and as {"pearson", "spearman", "mae"}.
 Correlation correlation_of(const std::vector<double>& predicted, const std::vector<double>& truth);
 nlohmann::json correlation_json(const Correlation& correlation);
+// The MMD table as JSON: statistic -> {"model", "baseline"}.
+nlohmann::json mmd_json(const std::map<std::string, std::pair<double, double>>& mmd);
 // The MMD table of an eval report (statistic -> model, baseline), with the count of wins.
 std::string format_mmd(const std::map<std::string, std::pair<double, double>>& mmd);
 

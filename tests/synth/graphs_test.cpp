@@ -68,6 +68,10 @@ TEST(GraphSet, bad_graphs_are_named_by_file_graph_and_what_is_wrong) {
             std::string::npos);
   EXPECT_NE(read_error(write_text(dir, "f.json", R"({"graphs": []})")).find("not a graph set"),
             std::string::npos);
+  // A format that is not a string (a fuzzer's find: it was an uncaught exception).
+  EXPECT_NE(read_error(write_text(dir, "g7.json", R"({"format": 7, "graphs": []})"))
+                .find("not a graph set"),
+            std::string::npos);
   EXPECT_NE(read_error(write_text(dir, "c.json",
                                   R"({"format": "orrery graph set 1", )"
                                   R"("categories": 0, "graphs": []})"))
@@ -290,6 +294,13 @@ TEST(GraphSynthesizer, the_command_line_names_what_is_wrong) {
   EXPECT_EQ(window.exit_code, 1);
   EXPECT_NE(window.err.find("graph 1 has 4 nodes, more than the window of 3"), std::string::npos)
       << window.err;
+
+  // A model file whose format is not a string is refused, not a crash.
+  const std::string odd =
+      write_text(dir, "odd.pt", "orrery-synth-model 1\n{\"format\": 7, \"tensors\": []}\n");
+  CommandResult odd_model = run_orrery({"synth", "sample", "--model", odd, "-o", dir.file("o")});
+  EXPECT_EQ(odd_model.exit_code, 1);
+  EXPECT_NE(odd_model.err.find(odd + ": not a LayerDAG model"), std::string::npos) << odd_model.err;
 
   // A graph-set model: the trace targets are refused, the label target is taken.
   const std::string tile = kTile + "tpu_tile_val_every15.json";
