@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,21 @@
 
 namespace orrery::cli {
 namespace {
+
+// The options among `names` given on `command`'s line, "--a, --b".
+std::string given(const CLI::App& command, std::initializer_list<const char*> names) {
+  std::string out;
+  for (const char* name : names) {
+    if (command.count(name) > 0) out += (out.empty() ? "" : ", ") + std::string(name);
+  }
+  return out;
+}
+
+// An Error when options that only traces use were given for a graph set.
+Status refuse_trace_options(const std::string& options, const std::string& what) {
+  if (options.empty()) return {};
+  return Error::make(ErrorKind::kInvalidArgument, "{} takes no trace option ({})", what, options);
+}
 
 // "5ms", "250us", "1.5s", "12000" (ns) -> nanoseconds.
 Expected<double> parse_duration_ns(const std::string& text) {
@@ -67,7 +83,8 @@ Expected<double> parse_positive(const std::string& text, const char* what) {
 
 struct TrainFlags {
   synth::TrainSettings settings;
-  std::string graphs;  // a graph set instead of a trace corpus
+  std::string graphs;         // a graph set instead of a trace corpus
+  std::string trace_options;  // trace-only options given, for the graph-set check
   std::string output;
   bool no_condition = false;
   bool quiet = false;
@@ -89,6 +106,10 @@ uintmax_t file_bytes(const std::string& path) {
 }
 
 int run_train_graphs(const TrainFlags& flags, const synth::Log& log) {
+  if (Status status = refuse_trace_options(flags.trace_options, "a graph set (--graphs)");
+      !status) {
+    return report_error(status.error());
+  }
   synth::GraphTrainSettings settings;
   settings.graphs = flags.graphs;
   settings.window = flags.settings.window;
@@ -149,6 +170,7 @@ int run_train(TrainFlags& flags) {
 struct SampleFlags {
   synth::SampleSettings settings;
   bool count_given = false;
+  std::string trace_options;           // trace-only options given
   std::optional<double> target_label;  // graph models
   std::string target_time, target_flops, target_comm;
   size_t threads = 1;
@@ -156,6 +178,11 @@ struct SampleFlags {
 };
 
 int run_sample_graphs(const SampleFlags& flags) {
+  if (Status status =
+          refuse_trace_options(flags.trace_options, flags.settings.model + ", a graph-set model,");
+      !status) {
+    return report_error(status.error());
+  }
   if (!flags.target_time.empty() || !flags.target_flops.empty() || !flags.target_comm.empty()) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,
                                     "{}: a graph-set model takes --target-label, not "
@@ -233,7 +260,8 @@ int run_sample(SampleFlags& flags) {
 
 struct EvalFlags {
   synth::EvalSettings settings;
-  std::string reference;  // graph models
+  std::string reference;      // graph models
+  std::string trace_options;  // trace-only options given
   bool json = false;
   bool no_surrogate = false;
   bool quiet = false;
@@ -248,6 +276,11 @@ int run_eval(EvalFlags& flags) {
   Expected<bool> graph_model = synth::is_graph_model(flags.settings.model);
   if (!graph_model) return report_error(graph_model.error());
   if (*graph_model) {
+    if (Status status = refuse_trace_options(flags.trace_options,
+                                             flags.settings.model + ", a graph-set model,");
+        !status) {
+      return report_error(status.error());
+    }
     synth::GraphEvalSettings settings;
     settings.model = flags.settings.model;
     settings.real = flags.settings.real;
@@ -361,7 +394,11 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--scratch", ts.scratch,
                         "Folder for simulation files (default: a temporary one)");
   train_cmd->add_flag("-q,--quiet", train.quiet, "Only the final line");
-  train_cmd->callback([&] { exit_code = cli::run_train(train); });
+  train_cmd->callback([&] {
+    train.trace_options = cli::given(
+        *train_cmd, {"--bins", "--max-groups", "--ranks", "--system", "--network", "--scratch"});
+    exit_code = cli::run_train(train);
+  });
 
   cli::SampleFlags sample;
   synth::SampleSettings& ss = sample.settings;
@@ -401,6 +438,7 @@ int main(int argc, char** argv) {
   sample_cmd->add_flag("-q,--quiet", sample.quiet, "No summary");
   sample_cmd->callback([&] {
     sample.count_given = sample_cmd->count("--count") > 0;
+    sample.trace_options = cli::given(*sample_cmd, {"--ranks", "--windows"});
     exit_code = cli::run_sample(sample);
   });
 
@@ -454,6 +492,7 @@ int main(int argc, char** argv) {
   eval_cmd->add_flag("-q,--quiet", eval.quiet, "Only the table");
   eval_cmd->callback([&] {
     es.surrogate_options.seed = es.seed;
+    eval.trace_options = cli::given(*eval_cmd, {"--scratch"});
     exit_code = cli::run_eval(eval);
   });
 

@@ -313,6 +313,19 @@ TEST(GraphSynthesizer, the_command_line_names_what_is_wrong) {
   EXPECT_EQ(wrong_target.exit_code, 1);
   EXPECT_NE(wrong_target.err.find("a graph-set model takes --target-label"), std::string::npos)
       << wrong_target.err;
+  CommandResult ranks = run_orrery(
+      {"synth", "sample", "--model", dir.file("m.pt"), "-o", dir.file("s.json"), "--ranks", "4"});
+  EXPECT_EQ(ranks.exit_code, 1);
+  EXPECT_NE(
+      ranks.err.find(dir.file("m.pt") + ", a graph-set model, takes no trace option (--ranks)"),
+      std::string::npos)
+      << ranks.err;
+  CommandResult bins = run_orrery(
+      {"synth", "train", "--graphs", tile, "-o", dir.file("n.pt"), "--bins", "4", "--ranks", "2"});
+  EXPECT_EQ(bins.exit_code, 1);
+  EXPECT_NE(bins.err.find("a graph set (--graphs) takes no trace option (--bins, --ranks)"),
+            std::string::npos)
+      << bins.err;
   CommandResult sampled = run_orrery({"synth", "sample", "--model", dir.file("m.pt"), "-o",
                                       dir.file("s.json"), "-n", "3", "--target-label", "2"});
   ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
