@@ -39,7 +39,15 @@ struct CollectiveOptions {
   std::string backend = "analytical";
   std::string timing = "astra-sim";
   bool json = false;
+  bool algorithms = false;  // the nccl model's choice per size, beside nccl-tests' columns
 };
+
+// "ring LL", "nvls Simple"; "-" when the op does not run under the nccl model.
+std::string choice_of(const hw::BenchRow& row) {
+  if (!row.nccl) return "-";
+  return fmt::format("{} {}", sys::nccl_algorithm_name(row.nccl->algorithm),
+                     sys::nccl_protocol_name(row.nccl->protocol));
+}
 
 // nccl-tests' sizes: a number with K, M, G or T meaning powers of 1024; or orrery's units.
 Expected<uint64_t> size_argument(const std::string& text, std::string_view flag) {
@@ -161,10 +169,13 @@ int run(const CollectiveOptions& options) {
   if (options.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const hw::BenchRow& row : *rows) {
-      out.push_back({{"size", row.size},
-                     {"time_us", row.time_us},
-                     {"algbw", row.algbw},
-                     {"busbw", row.busbw}});
+      nlohmann::json entry = {
+          {"size", row.size}, {"time_us", row.time_us}, {"algbw", row.algbw}, {"busbw", row.busbw}};
+      if (options.algorithms && row.nccl) {
+        entry["algorithm"] = sys::nccl_algorithm_name(row.nccl->algorithm);
+        entry["protocol"] = sys::nccl_protocol_name(row.nccl->protocol);
+      }
+      out.push_back(std::move(entry));
     }
     std::cout << out.dump(1) << "\n";
     return 0;
@@ -172,20 +183,22 @@ int run(const CollectiveOptions& options) {
   std::string text = fmt::format("# orrery collective: {} on {} ({} ranks, {} backend)\n",
                                  options.op, machine->name, ranks, options.backend);
   if (measured.empty()) {
-    text += fmt::format("#{:>12} {:>12} {:>8} {:>12} {:>8} {:>8}\n", "size", "count", "type",
-                        "time", "algbw", "busbw");
+    text += fmt::format("#{:>12} {:>12} {:>8} {:>12} {:>8} {:>8}{}\n", "size", "count", "type",
+                        "time", "algbw", "busbw", options.algorithms ? "  algorithm" : "");
     text += fmt::format("#{:>12} {:>12} {:>8} {:>12} {:>8} {:>8}\n", "(B)", "(elements)", "",
                         "(us)", "(GB/s)", "(GB/s)");
     for (const hw::BenchRow& row : *rows) {
-      text += fmt::format(" {:>12} {:>12} {:>8} {:>12.2f} {:>8.2f} {:>8.2f}\n", row.size, row.count,
-                          "float", row.time_us, row.algbw, row.busbw);
+      text += fmt::format(" {:>12} {:>12} {:>8} {:>12.2f} {:>8.2f} {:>8.2f}{}\n", row.size,
+                          row.count, "float", row.time_us, row.algbw, row.busbw,
+                          options.algorithms ? "  " + choice_of(row) : "");
     }
     std::cout << text;
     return 0;
   }
   text += fmt::format("# measured: {}\n", options.compare);
-  text += fmt::format("#{:>12} {:>12} {:>12} {:>8} {:>8} {:>8}\n", "size", "measured", "simulated",
-                      "error", "busbw", "busbw");
+  text +=
+      fmt::format("#{:>12} {:>12} {:>12} {:>8} {:>8} {:>8}{}\n", "size", "measured", "simulated",
+                  "error", "busbw", "busbw", options.algorithms ? "  algorithm" : "");
   text += fmt::format("#{:>12} {:>12} {:>12} {:>8} {:>8} {:>8}\n", "(B)", "(us)", "(us)", "(%)",
                       "meas.", "sim.");
   std::vector<double> all_errors;
@@ -197,8 +210,9 @@ int run(const CollectiveOptions& options) {
     const hw::MeasuredRow& real = measured[idx];
     const double error = (row.time_us - real.time_us) / real.time_us * 100.0;
     const double real_busbw = static_cast<double>(real.size) / (real.time_us * 1e3) * factor;
-    text += fmt::format(" {:>12} {:>12.2f} {:>12.2f} {:>+8.1f} {:>8.2f} {:>8.2f}\n", row.size,
-                        real.time_us, row.time_us, error, real_busbw, row.busbw);
+    text += fmt::format(" {:>12} {:>12.2f} {:>12.2f} {:>+8.1f} {:>8.2f} {:>8.2f}{}\n", row.size,
+                        real.time_us, row.time_us, error, real_busbw, row.busbw,
+                        options.algorithms ? "  " + choice_of(row) : "");
     all_errors.push_back(std::fabs(error));
     if (row.size >= (uint64_t{1} << 20)) {
       large_errors.push_back(std::fabs(error));
@@ -252,6 +266,9 @@ void add_collective_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"astra-sim", "exact"}));
   cmd->add_flag("--json", options->json,
                 "rows as JSON objects with keys size, time_us, algbw, busbw");
+  cmd->add_flag("--algorithms", options->algorithms,
+                "also the algorithm and protocol the nccl model picks per size (a column; with "
+                "--json, keys algorithm and protocol), as NCCL_DEBUG_SUBSYS=TUNING reports them");
   cmd->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

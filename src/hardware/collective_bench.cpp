@@ -73,6 +73,14 @@ Expected<std::vector<BenchRow>> run_bench(const BenchMachine& machine, const Ben
   Expected<sys::NcclOp> op = bench_op(options.op);
   if (!op) return op.error();
   const uint32_t ranks = machine.network->logical.rank_count();
+  // As the collective engine decides: the op's implementations (all-reduce's for broadcast and
+  // reduce) name nccl first.
+  const sys::SystemConfig& system = *machine.system;
+  const std::vector<sys::Algorithm>* impls = &system.all_reduce;
+  if (*op == sys::NcclOp::kAllGather) impls = &system.all_gather;
+  if (*op == sys::NcclOp::kReduceScatter) impls = &system.reduce_scatter;
+  if (*op == sys::NcclOp::kAllToAll) impls = &system.all_to_all;
+  const bool nccl = !impls->empty() && impls->front().kind == sys::AlgorithmKind::kNccl;
   std::vector<BenchRow> rows;
   rows.reserve(sizes.size());
   for (uint64_t size : sizes) {
@@ -101,6 +109,12 @@ Expected<std::vector<BenchRow>> run_bench(const BenchMachine& machine, const Ben
     row.time_us = static_cast<double>(result->end.ps()) / 1e6;
     row.algbw = row.time_us > 0 ? static_cast<double>(size) / (row.time_us * 1e3) : 0;
     row.busbw = row.algbw * sys::nccl_bus_factor(*op, ranks);
+    if (nccl) {
+      row.nccl = sys::nccl_estimate(
+          *op, size,
+          sys::nccl_fabric(machine.network->logical, ranks, [](uint32_t idx) { return idx; }),
+          machine.system->nccl);
+    }
     rows.push_back(row);
   }
   return rows;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct BenchRow {
   double time_us = 0;
   double algbw = 0;  // GB/s, 10^9 bytes per second
   double busbw = 0;
+  // The algorithm and protocol the `nccl` model picks for the size, when the system runs the op
+  // with it (what NCCL_DEBUG_SUBSYS=TUNING would say; nccl-tests itself does not print it).
+  std::optional<sys::NcclEstimate> nccl;
 };
 
 // all-reduce, all-gather, reduce-scatter, all-to-all, broadcast, reduce; Error otherwise.

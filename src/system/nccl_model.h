@@ -20,10 +20,12 @@
 // (reduce-scatter), as nccl-tests print them. Pure functions; O(1).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
+#include "network/topology.h"
 #include "system/system_config.h"
 
 namespace orrery::sys {
@@ -68,6 +70,28 @@ std::vector<NcclEstimate> nccl_candidates(NcclOp op, uint64_t bytes, const NcclF
 // empty fabric) takes no time.
 NcclEstimate nccl_estimate(NcclOp op, uint64_t bytes, const NcclFabric& fabric,
                            const NcclTuning& tuning);
+
+// The fabric NCCL sees for a group of `members` ranks on `topology`: a node is a group of the first
+// dimension (NVLink; its link bandwidth is the NVLink bandwidth per GPU); the members on the first
+// member's node tell how the group spreads (a data-parallel group may have one rank per node);
+// across nodes, the second dimension's bandwidth is one rail's NIC, so a node's members reach the
+// network at it times the members per node. `member_rank(i)` is the rank of member i. O(members).
+template <typename MemberRank>
+NcclFabric nccl_fabric(const net::Topology& topology, uint32_t members, MemberRank&& member_rank) {
+  NcclFabric fabric;
+  fabric.ranks = members;
+  const uint32_t node_size = topology.size(0);
+  const uint32_t first_node = member_rank(0u) / node_size;
+  uint32_t per_node = 0;
+  for (uint32_t idx = 0; idx < members; ++idx)
+    per_node += member_rank(idx) / node_size == first_node;
+  fabric.nodes = std::max(1u, members / std::max(per_node, 1u));
+  fabric.nvlink_gbps = topology.dimension(0).bandwidth.bytes_per_second() / 1e9;
+  if (fabric.nodes > 1 && topology.dimension_count() > 1) {
+    fabric.net_gbps = topology.dimension(1).bandwidth.bytes_per_second() / 1e9 * per_node;
+  }
+  return fabric;
+}
 
 // nccl-tests' bus-bandwidth factor: 2(n-1)/n for all-reduce; (n-1)/n for all-gather,
 // reduce-scatter and all-to-all; 1 for broadcast and reduce.

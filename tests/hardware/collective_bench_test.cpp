@@ -89,6 +89,41 @@ TEST(CollectiveBench, rows_are_the_nccl_model_on_the_preset) {
               1e-3);
 }
 
+// Each row names the pair the model picks, and that pair's time is the row's. The picks follow
+// NCCL's constants: LL for small buffers, trees across nodes, NVLS in an H100 node.
+TEST(CollectiveBench, rows_name_the_pair_the_nccl_model_picks) {
+  struct Case {
+    const char* preset;
+    uint32_t nodes;
+    uint64_t size;
+    sys::NcclAlgorithm algorithm;
+    sys::NcclProtocol protocol;
+  };
+  for (const Case& c : {
+           Case{"dgx-h100", 1, 8, sys::NcclAlgorithm::kRing, sys::NcclProtocol::kLL},
+           Case{"dgx-h100", 1, uint64_t{128} << 20, sys::NcclAlgorithm::kNvls,
+                sys::NcclProtocol::kSimple},
+           Case{"dgx-a100", 2, uint64_t{512} << 10, sys::NcclAlgorithm::kTree,
+                sys::NcclProtocol::kLL},
+           Case{"dgx-a100", 2, uint64_t{1} << 20, sys::NcclAlgorithm::kTree,
+                sys::NcclProtocol::kLL128},
+           Case{"dgx-a100", 2, uint64_t{64} << 20, sys::NcclAlgorithm::kRing,
+                sys::NcclProtocol::kSimple},
+       }) {
+    BenchOptions options;
+    options.rounding = net::TimeRounding::kExact;
+    Expected<std::vector<BenchRow>> rows = run_bench(machine(c.preset, c.nodes), options, {c.size});
+    ASSERT_TRUE(rows) << rows.error().message();
+    const BenchRow& row = (*rows)[0];
+    ASSERT_TRUE(row.nccl.has_value()) << c.preset << " " << c.size;
+    EXPECT_EQ(sys::nccl_algorithm_name(row.nccl->algorithm), sys::nccl_algorithm_name(c.algorithm))
+        << c.preset << " " << c.size;
+    EXPECT_EQ(sys::nccl_protocol_name(row.nccl->protocol), sys::nccl_protocol_name(c.protocol))
+        << c.preset << " " << c.size;
+    EXPECT_NEAR(row.time_us, row.nccl->time_us, 1e-3);
+  }
+}
+
 TEST(CollectiveBench, every_op_runs_on_a_preset_and_busbw_uses_its_factor) {
   const BenchMachine m = machine("hgx-b200", 1, 4);
   const std::pair<gen::MicrobenchKind, double> ops[] = {

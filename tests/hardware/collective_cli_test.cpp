@@ -37,6 +37,30 @@ TEST(CollectiveCli, json_rows_have_exactly_the_four_keys) {
   }
 }
 
+TEST(CollectiveCli, algorithms_adds_the_models_pick_to_rows_and_columns) {
+  CommandResult r = orrery({"collective", "--hardware", "dgx-h100", "-b", "8K", "-e", "128M", "-f",
+                            "16384", "--json", "--algorithms"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["algorithm"], "ring");
+  EXPECT_EQ(rows[0]["protocol"], "LL");
+  EXPECT_EQ(rows[1]["algorithm"], "nvls");
+  EXPECT_EQ(rows[1]["protocol"], "Simple");
+  r = orrery({"collective", "--hardware", "dgx-a100", "--nodes", "2", "-b", "512K", "-e", "1M",
+              "--algorithms"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "busbw  algorithm\n");
+  EXPECT_CONTAINS(r.out, "  tree LL\n");
+  EXPECT_CONTAINS(r.out, "  tree LL128\n");
+  // ASTRA-sim's own algorithms are not the nccl model's: no pick to name.
+  const std::string data = ORRERY_TEST_DATA_DIR;
+  r = orrery({"collective", "-s", data + "/astra-sim/configs/HGX-H100-validated.json", "-n",
+              data + "/network/HGX-H100-validated.yml", "-b", "1M", "--algorithms"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "  -\n");
+}
+
 TEST(CollectiveCli, prints_nccl_tests_columns) {
   CommandResult r = orrery({"collective", "--hardware", "dgx-a100", "--nodes", "2", "--op",
                             "all-gather", "-b", "1K", "-e", "64K", "-f", "8"});

@@ -3,10 +3,7 @@
 // The members first agree that all have arrived (a dissemination barrier of 1-byte messages,
 // ceil(log2 n) rounds, so a collective never ends at a rank before the last rank issued it), then
 // the phase lasts what the model says NCCL's chosen algorithm and protocol take for the collective
-// on this fabric. The fabric is read off the network: a node is a group of the first dimension
-// (NVLink; its link bandwidth the NVLink bandwidth per GPU), the members per node are counted on
-// the first member's node; a second dimension's bandwidth is one rail's NIC, so the members of a
-// node reach the network at it times the members per node.
+// on this fabric, read off the network by nccl_fabric (nccl_model.h).
 #include <algorithm>
 #include <cmath>
 
@@ -48,22 +45,9 @@ class Nccl final : public CollectiveAlgorithm {
   }
 
   static double time_us(const PhaseRun& run) {
-    const net::Topology& topology = run.topology();
     const uint32_t n = run.members();
-    NcclFabric fabric;
-    fabric.ranks = n;
-    // A node is a group of the first dimension (NVLink); the members on the first member's node
-    // tell how the group spreads (a data-parallel group may have one rank per node).
-    const uint32_t node_size = topology.size(0);
-    const uint32_t first_node = run.member_rank(0) / node_size;
-    uint32_t per_node = 0;
-    for (uint32_t idx = 0; idx < n; ++idx)
-      per_node += run.member_rank(idx) / node_size == first_node;
-    fabric.nodes = std::max(1u, n / std::max(per_node, 1u));
-    fabric.nvlink_gbps = topology.dimension(0).bandwidth.bytes_per_second() / 1e9;
-    if (fabric.nodes > 1 && topology.dimension_count() > 1) {
-      fabric.net_gbps = topology.dimension(1).bandwidth.bytes_per_second() / 1e9 * per_node;
-    }
+    const NcclFabric fabric =
+        nccl_fabric(run.topology(), n, [&](uint32_t idx) { return run.member_rank(idx); });
     // The phase's size is ASTRA-sim's (a rank's input); NCCL's is the gathered buffer for
     // all-gather.
     uint64_t bytes = run.size();
