@@ -58,6 +58,12 @@ Expected<ModelFile> read_model_file(const std::string& path) {
   if (!file.meta.contains("tensors") || !file.meta["tensors"].is_array()) {
     return Error::make(ErrorKind::kParse, "{}: the model's header lists no tensors", path);
   }
+  // The values left in the file bound every tensor before its buffer is allocated, so a header
+  // claiming more than the file holds is refused without allocating it.
+  const std::streamoff start = in.tellg();
+  in.seekg(0, std::ios::end);
+  uint64_t left = static_cast<uint64_t>(in.tellg() - start) / sizeof(float);
+  in.seekg(start);
   try {
     for (const auto& entry : file.meta["tensors"]) {
       TensorBlob blob;
@@ -68,11 +74,22 @@ Expected<ModelFile> read_model_file(const std::string& path) {
         if (dim < 0 || dim > (int64_t{1} << 32)) {
           return Error::make(ErrorKind::kParse, "{}: tensor '{}' has a bad shape", path, blob.name);
         }
+        // Checked before multiplying: a product of 2^32-sized dimensions would wrap.
+        if (dim != 0 && count > left / static_cast<uint64_t>(dim)) {
+          return Error::make(ErrorKind::kParse,
+                             "{}: truncated in the values of tensor '{}' (its shape needs more "
+                             "values than the file holds)",
+                             path, blob.name);
+        }
         count *= static_cast<uint64_t>(dim);
       }
-      if (count > (uint64_t{1} << 31)) {
-        return Error::make(ErrorKind::kParse, "{}: tensor '{}' is too large", path, blob.name);
+      if (count > left) {
+        return Error::make(ErrorKind::kParse,
+                           "{}: truncated in the values of tensor '{}' (its shape needs more "
+                           "values than the file holds)",
+                           path, blob.name);
       }
+      left -= count;
       blob.values.resize(count);
       in.read(reinterpret_cast<char*>(blob.values.data()),
               static_cast<std::streamsize>(count * sizeof(float)));

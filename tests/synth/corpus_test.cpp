@@ -124,6 +124,22 @@ TEST(ModelFile, round_trips_and_names_what_is_wrong) {
   Expected<ModelFile> cut = read_model_file(dir.file("m.pt"));
   ASSERT_FALSE(cut);
   EXPECT_NE(cut.error().message().find("truncated in the values of tensor 'b'"), std::string::npos);
+
+  // A header whose shapes claim far more than the file holds (2^31 floats, or a product that
+  // would wrap past 2^64) is refused before any buffer is allocated.
+  for (const char* shape : {"[2147483648]", "[4294967296, 4294967296, 3]"}) {
+    {
+      std::ofstream out(dir.file("big.pt"), std::ios::binary);
+      out << "orrery-synth-model 1\n{\"tensors\": [{\"name\": \"w\", \"shape\": " << shape
+          << "}]}\n1234";
+    }
+    Expected<ModelFile> big = read_model_file(dir.file("big.pt"));
+    ASSERT_FALSE(big) << shape;
+    EXPECT_NE(big.error().message().find("truncated in the values of tensor 'w' (its shape needs "
+                                         "more values than the file holds)"),
+              std::string::npos)
+        << big.error().message();
+  }
 }
 
 }  // namespace corpus_test
