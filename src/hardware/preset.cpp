@@ -369,6 +369,12 @@ Expected<HardwarePreset> parse_preset(std::string_view text, std::string_view fi
     if (Status s = read_nccl(in, nccl, p.nccl); !s) return s.error();
   }
   p.nccl.nvls = p.nvls;
+  // NCCL tunes by GPU generation; NVLink's generation names it (2 Volta, 3 Ampere, 4 Hopper, 5
+  // Blackwell; later ones take Blackwell's figures).
+  constexpr sys::NcclArch kByNvlink[] = {sys::NcclArch::kVolta, sys::NcclArch::kAmpere,
+                                         sys::NcclArch::kHopper, sys::NcclArch::kBlackwell};
+  p.nccl.arch = p.nvlink_generation < 2 ? sys::NcclArch::kUnknown
+                                        : kByNvlink[std::min<uint32_t>(p.nvlink_generation, 5) - 2];
   if (const YAML::Node compute = root["compute"]; compute) {
     if (Status s = read_compute(in, compute, p.compute); !s) return s.error();
   }

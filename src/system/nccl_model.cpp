@@ -16,6 +16,26 @@ constexpr double kRingBase[3] = {3.6, 10.0, 8.4};
 constexpr double kTreeBase[3] = {4.4, 4.4, 8.4};
 constexpr double kNvlinkHop[3] = {0.47, 1.9, 3.4};
 constexpr double kNetHop[3] = {2.7, 4.0, 9.6};
+// A tree's step latencies are its own in NCCL's table (Simple's is that of a 256 KiB chunk).
+constexpr double kTreeNvlinkHop[3] = {0.52, 1.25, 28.0};
+constexpr double kTreeNetHop[3] = {5.0, 8.5, 28.0};
+
+// NCCL's per-channel bandwidth caps (GB/s) by GPU generation, which its choice assumes whatever
+// the machine achieves: ring LL128 (one figure), tree LL128 and tree (all protocols) by node count
+// (1, 2, more). kUnknown has none: the choice then uses the machine's LL128 figure.
+struct ArchCaps {
+  double ring_ll128;
+  double tree_ll128[3];
+  double tree[3];
+};
+constexpr double kNoCap = 1e30;
+constexpr ArchCaps kArchCaps[] = {
+    {0, {kNoCap, kNoCap, kNoCap}, {kNoCap, kNoCap, kNoCap}},  // unknown
+    {20.0, {20.0, 20.0, 20.0}, {26.5, 18.5, 10.0}},           // Volta
+    {20.0, {20.0, 20.0, 20.0}, {24.0, 23.6, 17.8}},           // Ampere
+    {36.7, {36.7, 36.7, 29.0}, {38.7, 41.4, 36.0}},           // Hopper
+    {40.0, {55.6, 31.67, 20.0}, {70.0, 42.8, 24.0}},          // Blackwell
+};
 // NCCL's bandwidth rules: LL moves 4 data bytes per 8-byte store and more flag traffic across
 // nodes; LL128 carries 120 data bytes per 128-byte line; a tree pipelines at 90% of a ring.
 constexpr double kLL128Derate = 0.92;
@@ -52,8 +72,20 @@ struct Latencies {
   const double* tree_base;
   const double* nvlink_hop;
   const double* net_hop;
+  const double* tree_nvlink_hop;
+  const double* tree_net_hop;
   double nvls;
 };
+
+// The channels NCCL's choice counts: a node's rings over NVLink (the tuning's channels); across
+// nodes one ring per NIC rail, doubled where a rail carries 25 GB/s or more (NCCL duplicates
+// channels on fast links only: an HDR rail, 25 GB/s of line rate and about 23.5 achieved, is not
+// doubled; an NDR one is).
+double choice_channels(const NcclFabric& fabric, const NcclTuning& tuning) {
+  if (fabric.nodes <= 1) return tuning.channels;
+  const double rails = std::max(1u, fabric.ranks / fabric.nodes);
+  return fabric.net_gbps * tuning.net_efficiency / rails >= 25.0 ? 2 * rails : rails;
+}
 
 struct Bandwidths {
   double ring[3];  // bus bandwidth per protocol, GB/s
@@ -109,12 +141,22 @@ Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const
   const double nccl_ll = quarter ? 0.25 : 1.0 / 3.0;
   const double ll = !choice && tuning.ll_fraction > 0 ? tuning.ll_fraction : nccl_ll;
   bw.ring[0] = simple * ll;
-  bw.ring[1] = std::min(simple * kLL128Derate, tuning.ll128_channel_gbps * tuning.channels);
+  // The choice caps LL128 and the tree per channel as NCCL does for the GPU generation; the time
+  // caps LL128 at what the machine's channels achieve.
+  const ArchCaps& caps = kArchCaps[static_cast<size_t>(tuning.arch)];
+  const bool nccl_caps = choice && tuning.arch != NcclArch::kUnknown;
+  const double channels = nccl_caps ? choice_channels(fabric, tuning) : tuning.channels;
+  const size_t node_class = fabric.nodes <= 1 ? 0 : fabric.nodes == 2 ? 1 : 2;
+  const double ll128_cap = nccl_caps ? caps.ring_ll128 : tuning.ll128_channel_gbps;
+  bw.ring[1] = std::min(simple * kLL128Derate, ll128_cap * channels);
   bw.ring[2] = simple;
   // A tree's algorithm bandwidth is half its bus bandwidth (every byte goes up and comes down).
-  const double tree = 0.5 * kTreeDerate * simple;
+  const double tree_bus =
+      std::min(kTreeDerate * simple, nccl_caps ? caps.tree[node_class] * channels : kNoCap);
+  const double tree = 0.5 * tree_bus;
   bw.tree[0] = tree * kTreeLLDerate;
-  bw.tree[1] = tree * kTreeLL128Derate;
+  bw.tree[1] = std::min(tree * kTreeLL128Derate,
+                        nccl_caps ? 0.5 * caps.tree_ll128[node_class] * channels : kNoCap);
   bw.tree[2] = tree;
   // All-to-all: every rank's traffic to other nodes leaves through its share of the NICs.
   const uint32_t per_node = fabric.ranks / std::max(fabric.nodes, 1u);
@@ -184,8 +226,9 @@ void add_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const N
     const double per_node = static_cast<double>(n / nodes);
     const double depth = std::log2(static_cast<double>(nodes));
     for (int p = 0; p < 3; ++p) {
-      const double latency = lat.launch + lat.tree_base[p] +
-                             2 * ((per_node - 1) * lat.nvlink_hop[p] + depth * lat.net_hop[p]);
+      const double latency =
+          lat.launch + lat.tree_base[p] +
+          2 * ((per_node - 1) * lat.tree_nvlink_hop[p] + depth * lat.tree_net_hop[p]);
       put(NcclAlgorithm::kTree, static_cast<NcclProtocol>(p), latency, bw.tree[p] * factor,
           us(size, bw.tree[p]));
     }
@@ -253,9 +296,12 @@ std::vector<NcclEstimate> nccl_candidates(NcclOp op, uint64_t bytes, const NcclF
                                           const NcclTuning& tuning) {
   std::vector<NcclEstimate> out;
   if (fabric.ranks <= 1) return out;
-  const Latencies choice{0.0, kRingBase, kTreeBase, kNvlinkHop, kNetHop, tuning.nvls_latency_us};
-  const Latencies machine{tuning.launch_us,     kRingBase,         kTreeBase,
-                          tuning.nvlink_hop_us, tuning.net_hop_us, tuning.nvls_latency_us};
+  const Latencies choice{0.0,     kRingBase,      kTreeBase,   kNvlinkHop,
+                         kNetHop, kTreeNvlinkHop, kTreeNetHop, tuning.nvls_latency_us};
+  const Latencies machine{tuning.launch_us,  kRingBase,
+                          kTreeBase,         tuning.nvlink_hop_us,
+                          tuning.net_hop_us, tuning.nvlink_hop_us,
+                          tuning.net_hop_us, tuning.nvls_latency_us};
   add_candidates(op, bytes, fabric, tuning, choice, true, out);
   add_candidates(op, bytes, fabric, tuning, machine, false, out);
   return out;

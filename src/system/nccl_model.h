@@ -10,7 +10,9 @@
 //
 // This model does the same in two steps, as NCCL does: the *choice* uses NCCL's public tuning
 // constants (../shared/reference/collectives.md; learnt from NCCL's src/graph/tuning.cc, not
-// copied), so it can pick what is not the fastest on the machine, as NCCL does; the *time* of the
+// copied), with its per-channel caps for the GPU generation (NcclTuning::arch) and its channel
+// count (one ring per NIC rail across nodes), so it can pick what is not the fastest on the
+// machine, as NCCL does; the *time* of the
 // chosen pair uses the same formula with what the machine achieves (sys::NcclTuning: a fixed
 // per-collective cost, per-step latencies, efficiencies), which hardware presets carry. NVLS's time
 // also follows the chunk NCCL picks for the buffer's size (a per-chunk sync; NCCL's prediction

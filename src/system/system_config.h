@@ -58,7 +58,12 @@ inline constexpr uint32_t kSlowDatasetSplits = 4096;
 // and protocol uses its public tuning constants, not these: like NCCL, the model may pick what is
 // not the fastest. Hardware presets set them (presets/hardware/*.yaml); a system file that names
 // `nccl` gets these defaults. Protocol arrays are indexed LL, LL128, Simple.
+// The GPU generation NCCL tunes for: its choice's per-channel bandwidth caps depend on it. kUnknown
+// (a system file without a hardware preset) has the choice use the machine's figures instead.
+enum class NcclArch : uint8_t { kUnknown, kVolta, kAmpere, kHopper, kBlackwell };
+
 struct NcclTuning {
+  NcclArch arch = NcclArch::kUnknown;          // set by hardware presets from the NVLink generation
   double launch_us = 6.0;                      // fixed cost per collective: launch, completion
   uint32_t channels = 16;                      // channels (rings) NCCL runs at once
   double ring_efficiency = 0.77;               // Simple ring bus bandwidth / NVLink bandwidth

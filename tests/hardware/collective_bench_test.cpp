@@ -107,8 +107,12 @@ TEST(CollectiveBench, rows_name_the_pair_the_nccl_model_picks) {
                 sys::NcclProtocol::kLL},
            Case{"dgx-a100", 2, uint64_t{1} << 20, sys::NcclAlgorithm::kTree,
                 sys::NcclProtocol::kLL128},
+           Case{"dgx-a100", 2, uint64_t{32} << 20, sys::NcclAlgorithm::kRing,
+                sys::NcclProtocol::kSimple},
            Case{"dgx-a100", 2, uint64_t{64} << 20, sys::NcclAlgorithm::kRing,
                 sys::NcclProtocol::kSimple},
+           Case{"dgx-a100", 1, uint64_t{16} << 20, sys::NcclAlgorithm::kRing,
+                sys::NcclProtocol::kLL128},
        }) {
     BenchOptions options;
     options.rounding = net::TimeRounding::kExact;

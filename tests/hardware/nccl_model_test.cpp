@@ -209,6 +209,81 @@ TEST(NcclModel, the_choice_is_by_nccls_prediction_not_by_the_machines_time) {
   EXPECT_DOUBLE_EQ(all[0].time_us, fastest);
 }
 
+// NCCL's choice caps LL128 per channel by GPU generation (20 GB/s on Ampere), whatever the machine
+// achieves: a machine whose LL128 reaches 13.6 GB/s a channel still runs LL128 at 16 MiB, where
+// NCCL's own figures favour it (LL128 at 10 + 14 x 1.9 us and 0.92 x 232.8 GB/s against Simple at
+// 8.4 + 14 x 3.4 us and 232.8 GB/s), and takes the machine's LL128 time there. Without a
+// generation the choice has only the machine's figure, and Simple wins.
+TEST(NcclModel, the_choice_caps_ll128_by_nccls_figure_for_the_gpu_generation) {
+  NcclTuning tuning;
+  tuning.channels = 12;
+  tuning.ring_efficiency = 0.776;
+  tuning.ll128_channel_gbps = 13.6;
+  const uint64_t bytes = uint64_t{16} << 20;
+  const double size = static_cast<double>(bytes);
+  const double simple = 300 * 0.776;
+  const double ll128_predicted = 10.0 + 14 * 1.9 + 1.75 * size / (0.92 * simple * 1e3);
+  const double simple_predicted = 8.4 + 14 * 3.4 + 1.75 * size / (simple * 1e3);
+  ASSERT_LT(ll128_predicted, simple_predicted);
+  EXPECT_EQ(nccl_estimate(NcclOp::kAllReduce, bytes, node(300), tuning).protocol,
+            NcclProtocol::kSimple);
+  tuning.arch = NcclArch::kAmpere;
+  const NcclEstimate e = nccl_estimate(NcclOp::kAllReduce, bytes, node(300), tuning);
+  EXPECT_EQ(e.protocol, NcclProtocol::kLL128);
+  EXPECT_NEAR(e.predicted_us, ll128_predicted, 1e-9);
+  EXPECT_NEAR(
+      e.time_us,
+      tuning.launch_us + 10.0 + 14 * tuning.nvlink_hop_us[1] + 1.75 * size / (13.6 * 12 * 1e3),
+      1e-9);
+}
+
+// Across nodes NCCL's choice counts one ring per NIC rail (doubled on rails of 25 GB/s or more)
+// and a tree's step latencies are its own (Simple's is a 256 KiB chunk's, 28 us a step): on two
+// nodes of eight A100s with HDR rails, 32 MiB is a Simple ring, as the machine ran it.
+TEST(NcclModel, across_nodes_the_choice_counts_a_ring_per_rail_and_the_trees_own_latencies) {
+  NcclTuning tuning;
+  tuning.arch = NcclArch::kAmpere;
+  tuning.channels = 12;
+  tuning.ring_efficiency = 0.776;
+  tuning.ll128_channel_gbps = 13.6;
+  tuning.net_efficiency = 0.94;
+  NcclFabric fabric;
+  fabric.ranks = 16;
+  fabric.nodes = 2;
+  fabric.nvlink_gbps = 300;
+  fabric.net_gbps = 200;  // 8 rails of 25 GB/s line rate, 23.5 achieved: 8 channels
+  const uint64_t bytes = uint64_t{32} << 20;
+  const double size = static_cast<double>(bytes);
+  const double busbw = 200 * 0.94;
+  double ll128 = 0;
+  double tree_simple = 0;
+  for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, fabric, tuning)) {
+    if (c.algorithm == NcclAlgorithm::kRing && c.protocol == NcclProtocol::kLL128) {
+      ll128 = c.predicted_us;
+    }
+    if (c.algorithm == NcclAlgorithm::kTree && c.protocol == NcclProtocol::kSimple) {
+      tree_simple = c.predicted_us;
+    }
+  }
+  // LL128: 10 + 28 x 1.9 + 2 x 4.0 us, bus bandwidth min(0.92 x 188, 20 x 8) GB/s.
+  EXPECT_NEAR(ll128, 10 + 28 * 1.9 + 2 * 4.0 + 30.0 / 16.0 * size / (160 * 1e3), 1e-9);
+  // Tree Simple: 8.4 + 2 (7 x 28 + 28) us, half of 0.9 x 188 GB/s.
+  EXPECT_NEAR(tree_simple, 8.4 + 2 * (7 * 28.0 + 28.0) + size / (0.45 * busbw * 1e3), 1e-9);
+  const NcclEstimate e = nccl_estimate(NcclOp::kAllReduce, bytes, fabric, tuning);
+  EXPECT_EQ(e.algorithm, NcclAlgorithm::kRing);
+  EXPECT_EQ(e.protocol, NcclProtocol::kSimple);
+  // NDR rails (50 GB/s line rate) double the channels: LL128's cap is then 20 x 16 GB/s, above
+  // 0.92 x the NICs' 340 GB/s, and LL128 is predicted at the derated bus bandwidth.
+  fabric.net_gbps = 400;
+  tuning.net_efficiency = 0.85;
+  for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, fabric, tuning)) {
+    if (c.algorithm == NcclAlgorithm::kRing && c.protocol == NcclProtocol::kLL128) {
+      EXPECT_NEAR(c.predicted_us,
+                  10 + 28 * 1.9 + 2 * 4.0 + 30.0 / 16.0 * size / (0.92 * 300 * 0.776 * 1e3), 1e-9);
+    }
+  }
+}
+
 TEST(NcclModel, one_rank_takes_no_time) {
   NcclFabric fabric = node(300);
   fabric.ranks = 1;

@@ -160,10 +160,18 @@ TEST(Preset, a_valid_file_parses) {
   Expected<HardwarePreset> p = parse_preset(kValid, "p.yaml");
   ASSERT_TRUE(p) << p.error().message();
   EXPECT_EQ(p->gpus_per_node, 4u);
+  // Without an nccl block the tuning is the defaults, for the GPU generation NVLink names.
   EXPECT_EQ(p->nccl, [] {
     sys::NcclTuning defaults;
+    defaults.arch = sys::NcclArch::kAmpere;
     return defaults;
   }());
+  EXPECT_EQ(parse_preset(replaced(kValid, "generation: 3", "generation: 4"), "p.yaml")->nccl.arch,
+            sys::NcclArch::kHopper);
+  EXPECT_EQ(parse_preset(replaced(kValid, "generation: 3", "generation: 7"), "p.yaml")->nccl.arch,
+            sys::NcclArch::kBlackwell);
+  EXPECT_EQ(parse_preset(replaced(kValid, "generation: 3", "generation: 1"), "p.yaml")->nccl.arch,
+            sys::NcclArch::kUnknown);
 }
 
 TEST(Preset, errors_name_file_line_and_key) {
