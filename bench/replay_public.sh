@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # orrery replay on the public traces of ../shared/data (facebookresearch/param's et_replay inputs):
 # ResNet-50 training on 2 GPUs (one rank, schema 1.1.0), the linear model and its Kineto trace, the
-# torch.compile trace (schema 1.1.1), and the 8-rank DLRM set with its Kineto traces, replayed by
-# rank 0 alone (or 8 processes under mpirun, see below). Recorded on GPUs, replayed
+# torch.compile trace (schema 1.1.1), and the 8-rank DLRM set with its Kineto traces, replayed as
+# 8 processes under mpirun (or rank 0 alone, see below). Recorded on GPUs, replayed
 # on this CPU: the figures are coverage (by count, and by the recorded time where a profiler trace
 # of the same run exists) and the operators that cannot be replayed, with why; times are the CPU's.
 # One measured iteration after the check pass. Skipped without ../shared/data.
@@ -50,14 +50,14 @@ tar -xzf "$inputs/pt2_et.json.tar.gz" -C "$out/pt2"
 summarize "PT2 (pt2_et, torch.compile)" "$out/pt2.json"
 tar -xzf "$inputs/dlrm_pytorch_et.tar.gz" -C "$out/dlrm"
 tar -xzf "$inputs/dlrm_kineto.tar.gz" -C "$out/dlrm"
-# Each DLRM rank's replay holds 5.2 GB (max RSS of rank 0 alone: its embedding tables' storages,
-# allocated though the fbgemm lookups that read them are skipped): eight at once need ~41 GB, more
-# than this 24 GiB machine has (the kernel kills one). By default rank 0 replays alone (its
-# collectives over 8 ranks skipped, named); REPLAY_PUBLIC_DLRM_MPI=1 runs all 8 under mpirun.
-if [[ -n "${REPLAY_PUBLIC_DLRM_MPI:-}" ]]; then
-  /usr/bin/time -f "  (%e s wall, %U+%S s CPU)" mpirun --allow-run-as-root --oversubscribe -np 8 \
-    "$orrery" replay --dir "$out/dlrm" --warmup 0 --iterations 1 --threads 1 --json \
-    -o "$out/dlrm.json" >/dev/null
+# The DLRM set runs as 8 processes under mpirun, one per rank, with its all-to-alls and
+# all-reduces as real MPI collectives (each rank's replay holds about 0.2 GB: the embedding tables
+# that only the skipped fbgemm lookups read are not allocated). REPLAY_PUBLIC_DLRM_RANK0=1 replays
+# rank 0 alone instead (its collectives over 8 ranks skipped, named).
+if [[ -z "${REPLAY_PUBLIC_DLRM_RANK0:-}" ]]; then
+  /usr/bin/time -f "  (%e s wall, %U+%S s CPU, max RSS of one rank %M KB)" mpirun --allow-run-as-root \
+    --oversubscribe -np 8 "$orrery" replay --dir "$out/dlrm" --warmup 0 --iterations 1 --threads 1 \
+    --json -o "$out/dlrm.json" >/dev/null
   summarize "DLRM (8 ranks, mpirun -np 8)" "$out/dlrm.json"
 else
   /usr/bin/time -f "  (%e s wall, %U+%S s CPU, max RSS %M KB)" "$orrery" replay --dir "$out/dlrm" \

@@ -10,7 +10,9 @@
 //     optional values, devices (every recorded device, cuda:N included, becomes the replay's
 //     device), ScalarType/Layout/MemoryFormat codes; arguments the trace leaves out take their
 //     schema defaults; `pin_memory=True` becomes False (pinned memory needs CUDA);
-//   - storages are filled once, from a seeded generator: floating-point values uniform in [-1, 1),
+//   - a storage is allocated when a built operator first takes a view of it (one that only
+//     operators which cannot be built read takes no memory), and filled once, from a seeded
+//     generator: floating-point values uniform in [-1, 1),
 //     except those passed as a variance (an argument named running_var, var, invstd or
 //     save_invstd): uniform in [0.5, 1.5), so normalizations give numbers, not NaN, and the
 //     kernels after them run on numbers (max-pooling NaNs took half the time on this CPU);
@@ -69,7 +71,8 @@ class Executor {
   // those left), so every iteration runs on the data the first one had.
   void restore();
 
-  // The values of plan tensor `index` as the replay holds them, as doubles (tests, debugging).
+  // The values of plan tensor `index` as the replay holds them, as doubles (tests, debugging);
+  // empty when no built operator reads its storage (such storages are never allocated).
   std::vector<double> values(uint32_t index);
   int threads() const;
   static std::string library_version();

@@ -109,8 +109,11 @@ class ArgError {
 struct Executor::Impl {
   const ReplayPlan* plan = nullptr;
   ExecutorOptions options;
-  std::vector<at::Tensor> storages;  // one byte buffer per plan storage
-  std::vector<at::Tensor> views;     // one per plan tensor (undefined until used)
+  // One byte buffer per plan storage, allocated when a built op first takes a view of it: a
+  // storage that only operators which cannot be built read (the embedding tables of a GPU trace's
+  // fbgemm lookups) takes no memory.
+  std::vector<at::Tensor> storages;
+  std::vector<at::Tensor> views;  // one per plan tensor (undefined until used)
   std::vector<std::optional<PreparedOp>> prepared;
   std::vector<std::optional<std::string>> failures;
   std::map<std::string, uint64_t> adjustments;
@@ -130,9 +133,19 @@ struct Executor::Impl {
     if (!slot.defined()) {
       const TensorView& view = plan->tensors[index];
       slot = at::empty({0}, at::TensorOptions().dtype(scalar_type(view.dtype)));
-      slot.set_(storages[view.storage].storage(), view.offset, view.shape, view.strides);
+      slot.set_(storage(view.storage).storage(), view.offset, view.shape, view.strides);
     }
     return slot;
+  }
+
+  at::Tensor& storage(uint32_t index) {
+    at::Tensor& buffer = storages[index];
+    if (!buffer.defined()) {
+      const uint64_t bytes = plan->storages[index].bytes;
+      buffer = at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte));
+      allocated += bytes;
+    }
+    return buffer;
   }
 
   c10::IValue device_value(const Arg& arg) {
@@ -349,7 +362,7 @@ struct Executor::Impl {
     uint64_t total = 0;
     uint64_t left = 0;
     for (size_t index = 0; index < storages.size(); ++index) {
-      if (!written[index]) continue;
+      if (!written[index] || !storages[index].defined()) continue;
       const uint64_t bytes = plan->storages[index].bytes;
       if (bytes > kMaxStorage || total + bytes > kMaxTotal) {
         ++left;
@@ -494,6 +507,7 @@ struct Executor::Impl {
 
   void fill(at::Generator& generator) {
     for (size_t index = 0; index < storages.size(); ++index) {
+      if (!storages[index].defined()) continue;  // no built op reads it
       const Storage& storage = plan->storages[index];
       const at::ScalarType type = scalar_type(storage.dtype);
       const int64_t count = static_cast<int64_t>(storage.bytes / dtype_bytes(storage.dtype));
@@ -541,18 +555,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ReplayPlan& plan,
   // Threads created later (libtorch's intra-op pool) inherit the mode from this one.
   at::globalContext().setFlushDenormal(options.flush_subnormals);
   at::manual_seed(options.seed);
-  try {
-    impl->storages.reserve(plan.storages.size());
-    for (const Storage& storage : plan.storages) {
-      impl->storages.push_back(
-          at::empty({static_cast<int64_t>(storage.bytes)}, at::TensorOptions().dtype(at::kByte)));
-      impl->allocated += storage.bytes;
-    }
-  } catch (const std::exception& failure) {
-    return Error::make(ErrorKind::kInvalidArgument,
-                       "{}: cannot allocate the trace's {} storages ({} bytes): {}", plan.path,
-                       plan.storages.size(), impl->allocated, first_line(failure.what()));
-  }
+  impl->storages.resize(plan.storages.size());
   impl->views.resize(plan.tensors.size());
   impl->prepared.resize(plan.ops.size());
   impl->failures.resize(plan.ops.size());
@@ -647,6 +650,7 @@ Expected<int64_t> Executor::run(size_t index) {
 }
 
 std::vector<double> Executor::values(uint32_t index) {
+  if (!impl_->storages[impl_->plan->tensors[index].storage].defined()) return {};
   const at::Tensor flat = impl_->view(index).to(at::kDouble).contiguous().reshape({-1});
   const double* data = flat.data_ptr<double>();
   return std::vector<double>(data, data + flat.numel());

@@ -298,6 +298,12 @@ TEST(ReplayExecutor, what_cannot_be_built_or_run_is_named) {
   EXPECT_EQ(changes.at("device arguments cuda:0 made cpu"), 1u);
   EXPECT_EQ(changes.at("pin_memory=True made False (pinned memory needs CUDA)"), 1u);
   EXPECT_EQ(changes.at("tensors on cuda:0 made cpu tensors"), 7u);
+  // Storages 20 and 21 are read by the fbgemm op alone, which cannot be built: they are never
+  // allocated (a GPU trace's embedding tables, read by fbgemm lookups, held 5.2 GB of a DLRM
+  // rank's replay). Storages 30, 31 and 32 are, for the ops that build (24 + 80 + 60 bytes).
+  EXPECT_EQ(run.executor->allocated_bytes(), 24u + 80u + 60u);
+  EXPECT_TRUE(run.executor->values(run.plan.ops[0].inputs[0].tensor).empty());
+  EXPECT_EQ(run.executor->values(run.plan.ops[2].inputs[1].tensor).size(), 15u);
 }
 
 }  // namespace executor_test
