@@ -444,6 +444,10 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   if (memory_nodes && in.shared_memory_pools) return no("memory nodes share a pool");
 
   // ---- the collective types used, and their algorithms ----
+  // nccl runs one phase over every group, whether or not it is a sub-grid (its barrier's messages
+  // go 1, 2, 4, ... members on); other algorithms run one ring over a group that is not.
+  bool uses_nccl = false;
+  bool uses_other = false;
   {
     bool uses[4] = {false, false, false, false};
     for (uint32_t index = 0; index < graph_count; ++index) {
@@ -459,10 +463,20 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
                                                                   : 3] = true;
       }
     }
-    if (std::string problem =
-            algorithm_lists_problem(uses, *in.system, topology, /*congestion_aware=*/false);
+    if (std::string problem = algorithm_lists_problem(uses, *in.system, topology,
+                                                      /*congestion_aware=*/false,
+                                                      /*flat_nccl=*/true);
         !problem.empty()) {
       return no(std::move(problem));
+    }
+    const std::vector<sys::Algorithm>* lists[4] = {&in.system->all_reduce,
+                                                   &in.system->reduce_scatter,
+                                                   &in.system->all_gather, &in.system->all_to_all};
+    for (int kind = 0; kind < 4; ++kind) {
+      const bool nccl =
+          !lists[kind]->empty() && lists[kind]->front().kind == sys::AlgorithmKind::kNccl;
+      if (uses[kind] && nccl) uses_nccl = true;
+      if (uses[kind] && !nccl) uses_other = true;
     }
   }
 
@@ -656,18 +670,39 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
     return "";
   };
   constexpr size_t kMaxFlatGroup = 4096;
+  // The distances (in positions) at which members of a group send in one phase over it: a ring's
+  // neighbours, 1 and n - 1, for a group that is not a sub-grid; nccl's barrier, 1, 2, 4, ... below
+  // n, for every group.
+  auto flat_offsets = [&](uint32_t group) {
+    const size_t n = groups[group].size();
+    std::vector<size_t> offsets;
+    if (n < 2) return offsets;
+    if (uses_other && group_mask[group] == 0) {
+      offsets.push_back(1);
+      if (n > 2) offsets.push_back(n - 1);
+    }
+    if (uses_nccl) {
+      for (size_t distance = 1; distance < n; distance *= 2) offsets.push_back(distance);
+    }
+    std::sort(offsets.begin(), offsets.end());
+    offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+    return offsets;
+  };
   auto flat_problem = [&](uint32_t group, uint32_t rep_group) -> std::string {
     const std::vector<Rank>& ranks = groups[group];
     const std::vector<Rank>& reps = groups[rep_group];
     const size_t n = ranks.size();
-    if (reps.size() != n || group_mask[rep_group] != 0) return "its representative's differs";
+    if (reps.size() != n || group_mask[rep_group] != group_mask[group]) {
+      return "its representative's differs";
+    }
     if (n > kMaxFlatGroup) return fmt::format("has more than {} members", kMaxFlatGroup);
-    for (const size_t offset : {size_t{1}, n - 1}) {
+    for (const size_t offset : flat_offsets(group)) {
       const auto distance = geometry(topology, reps[0], reps[offset]);
       for (size_t pos = 0; pos < n; ++pos) {
         if (geometry(topology, ranks[pos], ranks[(pos + offset) % n]) != distance) {
-          return fmt::format("rank {} is at another distance from its ring neighbour than rank {}",
-                             ranks[pos], reps[0]);
+          return fmt::format(
+              "rank {} is at another distance from the member {} on than rank {} from its own",
+              ranks[pos], offset, reps[0]);
         }
       }
     }
@@ -718,14 +753,16 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
           if (std::string problem = cross_problem(group, rep_group); !problem.empty()) {
             return no(fmt::format("{} ({})", mixed_reason(group, rank, node), problem));
           }
-        } else if (ranks.size() > 1 && group_mask[group] == 0) {
-          // Not a sub-grid: one ring over the group's ranks. Exact when every member is as far
-          // from its ring neighbours as the representative is from its own.
+        } else if (ranks.size() > 1 && !flat_offsets(group).empty()) {
+          // One phase over the group's ranks (a ring over a group that is not a sub-grid, or
+          // nccl). Exact when every member is as far from the members it sends to as the
+          // representative is from its own.
           if (std::string problem = flat_problem(group, rep_group); !problem.empty()) {
-            return no(
-                fmt::format("group {} (rank {} node {}) is not a sub-grid of the network "
-                            "and {}",
-                            group_name(group), rank, node_id(rank, node), problem));
+            return no(fmt::format("group {} (rank {} node {}) {} and {}", group_name(group), rank,
+                                  node_id(rank, node),
+                                  uses_nccl ? "runs one nccl phase over its ranks"
+                                            : "is not a sub-grid of the network",
+                                  problem));
           }
         }
         verified_against[group] = rep_group;
@@ -850,27 +887,23 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
       }
     }
   }
-  // Ring neighbours in groups that are not sub-grids: every member's message, for link
-  // statistics (the representative is the group's first rank).
+  // The messages of one-phase groups (rings over groups that are not sub-grids, nccl): every
+  // member's message, for link statistics (the representative is the group's first rank).
   std::map<std::pair<Rank, Rank>, uint32_t> flat_owner;
   for (uint32_t group = 0; group < group_count; ++group) {
     const uint32_t rep_group = verdict.group_representative[group];
-    if (rep_group == kNoGroupId || group_class[rep_group] == kMixed || group_mask[group] != 0) {
-      continue;
-    }
+    if (rep_group == kNoGroupId || group_class[rep_group] == kMixed) continue;
     const std::vector<Rank>& ranks = groups[group];
     const std::vector<Rank>& reps = groups[rep_group];
     const size_t n = ranks.size();
-    if (n < 2) continue;
-    std::vector<size_t> offsets{1};
-    if (n > 2) offsets.push_back(n - 1);
-    for (const size_t offset : offsets) {
+    for (const size_t offset : flat_offsets(group)) {
       const std::pair<Rank, Rank> key{reps[0], reps[offset]};
       auto [owner, inserted] = flat_owner.try_emplace(key, rep_group);
       if (owner->second != rep_group) {
-        return no(fmt::format("rank {} has rank {} as a ring neighbour in two groups ({} and {})",
-                              key.first, key.second, group_name(owner->second),
-                              group_name(rep_group)));
+        return no(
+            fmt::format("rank {} sends to rank {} in one phase over each of two groups ({} "
+                        "and {})",
+                        key.first, key.second, group_name(owner->second), group_name(rep_group)));
       }
       auto [entry, fresh] =
           plan->flat.try_emplace(key, static_cast<uint32_t>(plan->p2p_pairs.size()));

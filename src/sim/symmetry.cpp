@@ -32,7 +32,8 @@ std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
 }
 
 std::string algorithm_lists_problem(const bool (&uses)[4], const sys::SystemConfig& system,
-                                    const net::Topology& topology, bool congestion_aware) {
+                                    const net::Topology& topology, bool congestion_aware,
+                                    bool flat_nccl) {
   const std::vector<sys::Algorithm>* lists[4] = {&system.all_reduce, &system.reduce_scatter,
                                                  &system.all_gather, &system.all_to_all};
   const std::vector<std::string>* custom[4] = {
@@ -42,6 +43,8 @@ std::string algorithm_lists_problem(const bool (&uses)[4], const sys::SystemConf
     if (!uses[kind]) continue;
     if (!custom[kind]->empty()) return "a custom collective graph";
     const std::vector<sys::Algorithm>& list = *lists[kind];
+    // nccl runs one phase over the group whatever the other dimensions list.
+    if (flat_nccl && !list.empty() && list.front().kind == sys::AlgorithmKind::kNccl) continue;
     for (uint32_t dim = 0; dim < list.size() && dim < topology.dimension_count(); ++dim) {
       // The reduce-scatter and all-gather halves of a hierarchical all-reduce use the all-reduce
       // list, which is checked as well when all-reduce is used.

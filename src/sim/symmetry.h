@@ -39,9 +39,12 @@ std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
 // The first problem, or "", of the algorithm lists of the collective kinds a run `uses`
 // (all-reduce, reduce-scatter, all-gather, all-to-all) for mirroring: a custom graph, an algorithm
 // that does not send alike from every member, and with `congestion_aware` a message of more than
-// one hop.
+// one hop. With `flat_nccl` the `nccl` model passes: its one phase over a group sends alike from
+// every member where the group's members are alike at its barrier's distances, which the caller
+// (rank classes) checks group by group.
 std::string algorithm_lists_problem(const bool (&uses)[4], const sys::SystemConfig& system,
-                                    const net::Topology& topology, bool congestion_aware);
+                                    const net::Topology& topology, bool congestion_aware,
+                                    bool flat_nccl = false);
 
 SymmetryVerdict check_symmetric_run(const chakra::TraceGraph& representative,
                                     const sys::SystemConfig& system, const net::Topology& topology,

@@ -176,7 +176,8 @@ class ClassPeerModel final : public PeerModel {
     fate.transport = MessageFate::Transport::kTimer;
     fate.delay = delay;
     if (message.dim == kFlatPhase) {
-      // One ring over a group that is not a sub-grid: every member's copy, pair by pair.
+      // One phase over a group (a ring over a group that is not a sub-grid, nccl): every
+      // member's copy, pair by pair.
       auto found = plan_->flat.find({message.src, message.dst});
       if (found != plan_->flat.end()) {
         const MirrorTraffic::RoutePairs& pairs = plan_->p2p_pairs[found->second];

@@ -346,8 +346,58 @@ TEST(RankClasses, a_ring_over_ranks_at_other_distances_falls_back) {
   EXPECT_EQ(runs->fast.mode, "full");
   EXPECT_CONTAINS(runs->fast.fast_path_note,
                   "group '3' (rank 4 node 2) is not a sub-grid of the network and rank 4 is at "
-                  "another distance from its ring neighbour than rank 0");
+                  "another distance from the member 1 on than rank 0 from its own");
   expect_same_results(runs->fast, runs->full, "unaligned, other distances");
+}
+
+// The nccl model runs one phase over every group (its barrier's messages go 1, 2, 4, ... members
+// on, then the phase takes NCCL's time): groups whose members are alike at those distances mirror
+// as rings do, sub-grids or not, and give exactly what full simulation gives.
+TEST(RankClasses, nccl_groups_whose_members_are_alike_mirror) {
+  test::RunInputs tp = tensor_groups();
+  tp.system = test::system_json("nccl", 2);
+  std::optional<Pair> runs = run_both(tp, "nccl tp groups");
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->fast.mode, "classes") << runs->fast.fast_path_note;
+  EXPECT_EQ(runs->fast.simulated_ranks, 1u);
+  expect_same_results(runs->fast, runs->full, "nccl tp groups");
+  // Every rank in one group on Ring(2) x Ring(4): at 1, 2 and 4 members on, every member is one,
+  // one and two hops away, as rank 0 is. Symmetry does not take nccl; one class does.
+  std::vector<std::vector<Node>> traces(8);
+  for (uint32_t rank = 0; rank < 8; ++rank) {
+    traces[rank] = {compute(1, 30), test::coll_node(2, ChakraProtoMsg::ALL_REDUCE, 1 << 20, {1}),
+                    test::coll_node(3, ChakraProtoMsg::ALL_GATHER, 1 << 16, {2})};
+  }
+  test::RunInputs world = tp;
+  world.traces = test::traces_of(traces);
+  world.comm_groups.clear();
+  runs = run_both(world, "nccl world");
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->fast.mode, "classes") << runs->fast.fast_path_note;
+  EXPECT_EQ(runs->fast.simulated_ranks, 1u);
+  expect_same_results(runs->fast, runs->full, "nccl world");
+}
+
+TEST(RankClasses, an_nccl_group_whose_members_are_at_other_distances_falls_back) {
+  // {0, 1, 2} on Ring(4) x Ring(2): rank 2's next member, rank 0, is two hops back.
+  std::vector<std::vector<Node>> traces(8);
+  const uint32_t group_of[8] = {1, 1, 1, 3, 2, 2, 2, 4};
+  for (uint32_t rank = 0; rank < 8; ++rank) {
+    traces[rank] = {compute(1, 30), group_coll(2, ChakraProtoMsg::ALL_REDUCE, 1 << 20,
+                                               fmt::format("{}", group_of[rank]), {1})};
+  }
+  test::RunInputs inputs;
+  inputs.traces = test::traces_of(traces);
+  inputs.system = test::system_json("nccl", 2);
+  inputs.network = test::network_yaml("Ring, Ring", "4, 2", "50, 25", "500, 1000");
+  inputs.comm_groups = R"({"1": [0, 1, 2], "2": [4, 5, 6], "3": [3], "4": [7]})";
+  std::optional<Pair> runs = run_both(inputs, "nccl, other distances");
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->fast.mode, "full");
+  EXPECT_CONTAINS(runs->fast.fast_path_note,
+                  "runs one nccl phase over its ranks and rank 2 is at another distance from the "
+                  "member 1 on than rank 0 from its own");
+  expect_same_results(runs->fast, runs->full, "nccl, other distances");
 }
 
 TEST(RankClasses, other_backends_run_in_full_and_say_why) {
@@ -530,6 +580,14 @@ std::optional<SuiteCase> random_case(std::mt19937_64& rng) {
   SuiteCase out;
   out.inputs.traces = plan->traces;
   out.inputs.network = test::network_yaml(kind_list, size_list, bw_list, lat_list);
+  // A quarter of the cases run the nccl model for every collective, as the hardware presets do.
+  const bool nccl = pick(rng, 0, 3) == 0;
+  auto lists = [&](bool all_to_all) {
+    if (!nccl) return list(all_to_all);
+    std::string text = "[";
+    for (size_t dim = 0; dim < sizes.size(); ++dim) text += dim ? ", \"nccl\"" : "\"nccl\"";
+    return text + "]";
+  };
   out.inputs.system = fmt::format(
       "{{\"scheduling-policy\": \"{}\", \"endpoint-delay\": {}, \"active-chunks-per-dimension\": "
       "{},\n \"preferred-dataset-splits\": {}, \"collective-optimization\": \"{}\", "
@@ -537,17 +595,17 @@ std::optional<SuiteCase> random_case(std::mt19937_64& rng) {
       "\"reduce-scatter-implementation\": {},\n \"all-gather-implementation\": {}, "
       "\"all-to-all-implementation\": {}}}\n",
       pick(rng, 0, 1) ? "LIFO" : "FIFO", pick(rng, 0, 20), pick(rng, 1, 3), pick(rng, 1, 4),
-      pick(rng, 0, 1) ? "baseline" : "localBWAware", 100 * pick(rng, 1, 20), list(false),
-      list(false), list(false), list(true));
+      pick(rng, 0, 1) ? "baseline" : "localBWAware", 100 * pick(rng, 1, 20), lists(false),
+      lists(false), lists(false), lists(true));
   out.inputs.settings.backend = congestion_aware ? "congestion-aware" : "analytical";
   out.inputs.settings.backend_options.rounding =
       pick(rng, 0, 1) ? net::TimeRounding::kAstraSim : net::TimeRounding::kExact;
   out.inputs.settings.threads = 1;
   out.inputs.charge_highest = pick(rng, 0, 3) == 0;  // --message-dimension highest
-  out.description =
-      fmt::format("{}\n{} backend{}\n{}{}", plan->description, out.inputs.settings.backend,
-                  out.inputs.charge_highest ? ", highest dimension" : "", out.inputs.network,
-                  out.inputs.system);
+  out.description = fmt::format("{}{}\n{} backend{}\n{}{}", plan->description, nccl ? ", nccl" : "",
+                                out.inputs.settings.backend,
+                                out.inputs.charge_highest ? ", highest dimension" : "",
+                                out.inputs.network, out.inputs.system);
   out.inputs.groups = plan->groups;
   return out;
 }
