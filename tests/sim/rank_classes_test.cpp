@@ -380,17 +380,10 @@ TEST(RankClasses, nccl_groups_whose_members_are_alike_mirror) {
 
 TEST(RankClasses, an_nccl_group_whose_members_are_at_other_distances_falls_back) {
   // {0, 1, 2} on Ring(4) x Ring(2): rank 2's next member, rank 0, is two hops back.
-  std::vector<std::vector<Node>> traces(8);
-  const uint32_t group_of[8] = {1, 1, 1, 3, 2, 2, 2, 4};
-  for (uint32_t rank = 0; rank < 8; ++rank) {
-    traces[rank] = {compute(1, 30), group_coll(2, ChakraProtoMsg::ALL_REDUCE, 1 << 20,
-                                               fmt::format("{}", group_of[rank]), {1})};
-  }
-  test::RunInputs inputs;
-  inputs.traces = test::traces_of(traces);
+  test::RunInputs inputs = unaligned_groups(
+      R"({"1": [0, 1, 2], "2": [4, 5, 6], "3": [3], "4": [7]})", {1, 1, 1, 3, 2, 2, 2, 4});
   inputs.system = test::system_json("nccl", 2);
   inputs.network = test::network_yaml("Ring, Ring", "4, 2", "50, 25", "500, 1000");
-  inputs.comm_groups = R"({"1": [0, 1, 2], "2": [4, 5, 6], "3": [3], "4": [7]})";
   std::optional<Pair> runs = run_both(inputs, "nccl, other distances");
   ASSERT_TRUE(runs);
   EXPECT_EQ(runs->fast.mode, "full");
