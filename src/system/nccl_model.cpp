@@ -142,10 +142,12 @@ Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const
   const double ll = !choice && tuning.ll_fraction > 0 ? tuning.ll_fraction : nccl_ll;
   bw.ring[0] = simple * ll;
   // The choice caps LL128 and the tree per channel as NCCL does for the GPU generation; the time
-  // caps LL128 at what the machine's channels achieve.
+  // caps LL128 at what the machine's channels achieve. Both count NCCL's channels (across nodes,
+  // its rings per rail) where the generation is known.
   const ArchCaps& caps = kArchCaps[static_cast<size_t>(tuning.arch)];
   const bool nccl_caps = choice && tuning.arch != NcclArch::kUnknown;
-  const double channels = nccl_caps ? choice_channels(fabric, tuning) : tuning.channels;
+  const double channels =
+      tuning.arch != NcclArch::kUnknown ? choice_channels(fabric, tuning) : tuning.channels;
   const size_t node_class = fabric.nodes <= 1 ? 0 : fabric.nodes == 2 ? 1 : 2;
   const double ll128_cap = nccl_caps ? caps.ring_ll128 : tuning.ll128_channel_gbps;
   bw.ring[1] = std::min(simple * kLL128Derate, ll128_cap * channels);

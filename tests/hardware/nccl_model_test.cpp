@@ -260,6 +260,8 @@ TEST(NcclModel, across_nodes_the_choice_counts_a_ring_per_rail_and_the_trees_own
   for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, fabric, tuning)) {
     if (c.algorithm == NcclAlgorithm::kRing && c.protocol == NcclProtocol::kLL128) {
       ll128 = c.predicted_us;
+      // The machine's LL128 runs on those 8 channels too: 13.6 GB/s each.
+      EXPECT_NEAR(c.busbw_gbps, 13.6 * 8, 1e-9);
     }
     if (c.algorithm == NcclAlgorithm::kTree && c.protocol == NcclProtocol::kSimple) {
       tree_simple = c.predicted_us;
