@@ -21,6 +21,10 @@ WORK=$(mktemp -d /tmp/orrery_megatron.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 SEQ=2048
 VOCAB=51200
+# A file per pipeline stage and a rank map (gen --classes, docs/formats/rank-map.md); RANK_FILES=1
+# writes a file per rank instead (row 10: 14 GB), with the same results.
+CLASSES=--classes
+[ -n "${RANK_FILES:-}" ] && CLASSES=
 
 printf "%-4s %-8s %-28s %14s %10s %9s %8s %s\n" row params "plan (tp pp dp, B, mb)" "sim time s" \
   "TFLOP/s" measured error "wall/cpu s"
@@ -41,13 +45,13 @@ JSON
   # Simulated seconds of one iteration of $1 sequences (all replicas).
   simulate() {
     local b=$1
-    "$ORRERY" gen llm --model "$dir/model.json" --global-batch "$b" --micro-batch 1 \
-      --dp "$dp" --tp "$tp" --pp "$pp" --recompute --bucket-size 1024TiB -o "$dir/t" \
+    /usr/bin/time -a -f "%U %S" -o "$dir/time" "$ORRERY" gen llm --model "$dir/model.json" --global-batch "$b" --micro-batch 1 \
+      --dp "$dp" --tp "$tp" --pp "$pp" --recompute --bucket-size 1024TiB $CLASSES -o "$dir/t" \
       > "$dir/gen.log" 2>&1 || { echo "row $row: gen llm failed: $(tail -3 "$dir/gen.log")" >&2; return 1; }
     /usr/bin/time -a -f "%U %S" -o "$dir/time" "$ORRERY" run --hardware dgx-a100 --nodes "$nodes" \
       --nic hdr200x8 -w "$dir/t" --comm-group-configuration "$dir/t.json" --output "$dir/out.json" \
       > "$dir/run.log" 2>&1 || { echo "row $row: run failed: $(tail -3 "$dir/run.log")" >&2; return 1; }
-    rm -f "$dir"/t.*.et
+    rm -f "$dir"/t.*.et "$dir"/t.ranks.json
     /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['summary']['simulated_ns'] * 1e-9, d['simulation']['mode'])" "$dir/out.json"
   }
   start=$(date +%s.%N)
