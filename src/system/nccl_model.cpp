@@ -20,22 +20,31 @@ constexpr double kNetHop[3] = {2.7, 4.0, 9.6};
 constexpr double kTreeNvlinkHop[3] = {0.52, 1.25, 28.0};
 constexpr double kTreeNetHop[3] = {5.0, 8.5, 28.0};
 
-// NCCL's per-channel bandwidth caps (GB/s) by GPU generation, which its choice assumes whatever
-// the machine achieves: ring LL128 (one figure), tree LL128 and tree (all protocols) by node count
-// (1, 2, more). kUnknown has none: the choice then uses the machine's LL128 figure.
-struct ArchCaps {
+// Per-channel bandwidth caps (GB/s): ring LL128 (one figure), tree LL128 and tree (all protocols)
+// by node count (1, 2, more).
+struct ChannelCaps {
   double ring_ll128;
   double tree_ll128[3];
   double tree[3];
 };
 constexpr double kNoCap = 1e30;
-constexpr ArchCaps kArchCaps[] = {
-    {0, {kNoCap, kNoCap, kNoCap}, {kNoCap, kNoCap, kNoCap}},  // unknown
-    {20.0, {20.0, 20.0, 20.0}, {26.5, 18.5, 10.0}},           // Volta
-    {20.0, {20.0, 20.0, 20.0}, {24.0, 23.6, 17.8}},           // Ampere
-    {36.7, {36.7, 36.7, 29.0}, {38.7, 41.4, 36.0}},           // Hopper
-    {40.0, {55.6, 31.67, 20.0}, {70.0, 42.8, 24.0}},          // Blackwell
+// NCCL's, by GPU generation (NcclArch, from Volta), which its choice assumes whatever the machine
+// achieves.
+constexpr ChannelCaps kNcclCaps[] = {
+    {20.0, {20.0, 20.0, 20.0}, {26.5, 18.5, 10.0}},   // Volta
+    {20.0, {20.0, 20.0, 20.0}, {24.0, 23.6, 17.8}},   // Ampere
+    {36.7, {36.7, 36.7, 29.0}, {38.7, 41.4, 36.0}},   // Hopper
+    {40.0, {55.6, 31.67, 20.0}, {70.0, 42.8, 24.0}},  // Blackwell
 };
+
+// The caps a computation uses: NCCL's for the choice where the generation is known; else (the
+// time, or no generation) the machine's LL128 rate and no tree caps.
+ChannelCaps channel_caps(const NcclTuning& tuning, bool choice) {
+  if (choice && tuning.arch != NcclArch::kUnknown) {
+    return kNcclCaps[static_cast<size_t>(tuning.arch) - static_cast<size_t>(NcclArch::kVolta)];
+  }
+  return {tuning.ll128_channel_gbps, {kNoCap, kNoCap, kNoCap}, {kNoCap, kNoCap, kNoCap}};
+}
 // NCCL's bandwidth rules: LL moves 4 data bytes per 8-byte store and more flag traffic across
 // nodes; LL128 carries 120 data bytes per 128-byte line; a tree pipelines at 90% of a ring.
 constexpr double kLL128Derate = 0.92;
@@ -77,12 +86,12 @@ struct Latencies {
   double nvls;
 };
 
-// The channels NCCL's choice counts: a node's rings over NVLink (the tuning's channels); across
-// nodes one ring per NIC rail, doubled where a rail carries 25 GB/s or more (NCCL duplicates
-// channels on fast links only: an HDR rail, 25 GB/s of line rate and about 23.5 achieved, is not
-// doubled; an NDR one is).
-double choice_channels(const NcclFabric& fabric, const NcclTuning& tuning) {
-  if (fabric.nodes <= 1) return tuning.channels;
+// The channels NCCL runs: a node's rings over NVLink (the tuning's channels); across nodes, where
+// the generation is known, one ring per NIC rail, doubled where a rail carries 25 GB/s or more
+// (NCCL duplicates channels on fast links only: an HDR rail, 25 GB/s of line rate and about 23.5
+// achieved, is not doubled; an NDR one is). Without a generation, the tuning's channels.
+double nccl_channels(const NcclFabric& fabric, const NcclTuning& tuning) {
+  if (fabric.nodes <= 1 || tuning.arch == NcclArch::kUnknown) return tuning.channels;
   const double rails = std::max(1u, fabric.ranks / fabric.nodes);
   return fabric.net_gbps * tuning.net_efficiency / rails >= 25.0 ? 2 * rails : rails;
 }
@@ -142,23 +151,16 @@ Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const
   const double ll = !choice && tuning.ll_fraction > 0 ? tuning.ll_fraction : nccl_ll;
   bw.ring[0] = simple * ll;
   // The choice caps LL128 and the tree per channel as NCCL does for the GPU generation; the time
-  // caps LL128 at what the machine's channels achieve. Both count NCCL's channels (across nodes,
-  // its rings per rail) where the generation is known.
-  const ArchCaps& caps = kArchCaps[static_cast<size_t>(tuning.arch)];
-  const bool nccl_caps = choice && tuning.arch != NcclArch::kUnknown;
-  const double channels =
-      tuning.arch != NcclArch::kUnknown ? choice_channels(fabric, tuning) : tuning.channels;
+  // caps LL128 at what the machine's channels achieve.
+  const ChannelCaps caps = channel_caps(tuning, choice);
+  const double channels = nccl_channels(fabric, tuning);
   const size_t node_class = fabric.nodes <= 1 ? 0 : fabric.nodes == 2 ? 1 : 2;
-  const double ll128_cap = nccl_caps ? caps.ring_ll128 : tuning.ll128_channel_gbps;
-  bw.ring[1] = std::min(simple * kLL128Derate, ll128_cap * channels);
+  bw.ring[1] = std::min(simple * kLL128Derate, caps.ring_ll128 * channels);
   bw.ring[2] = simple;
   // A tree's algorithm bandwidth is half its bus bandwidth (every byte goes up and comes down).
-  const double tree_bus =
-      std::min(kTreeDerate * simple, nccl_caps ? caps.tree[node_class] * channels : kNoCap);
-  const double tree = 0.5 * tree_bus;
+  const double tree = 0.5 * std::min(kTreeDerate * simple, caps.tree[node_class] * channels);
   bw.tree[0] = tree * kTreeLLDerate;
-  bw.tree[1] = std::min(tree * kTreeLL128Derate,
-                        nccl_caps ? 0.5 * caps.tree_ll128[node_class] * channels : kNoCap);
+  bw.tree[1] = std::min(tree * kTreeLL128Derate, 0.5 * caps.tree_ll128[node_class] * channels);
   bw.tree[2] = tree;
   // All-to-all: every rank's traffic to other nodes leaves through its share of the NICs.
   const uint32_t per_node = fabric.ranks / std::max(fabric.nodes, 1u);

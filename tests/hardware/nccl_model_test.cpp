@@ -278,12 +278,15 @@ TEST(NcclModel, across_nodes_the_choice_counts_a_ring_per_rail_and_the_trees_own
   // 0.92 x the NICs' 340 GB/s, and LL128 is predicted at the derated bus bandwidth.
   fabric.net_gbps = 400;
   tuning.net_efficiency = 0.85;
+  bool ndr_ll128 = false;
   for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, fabric, tuning)) {
     if (c.algorithm == NcclAlgorithm::kRing && c.protocol == NcclProtocol::kLL128) {
+      ndr_ll128 = true;
       EXPECT_NEAR(c.predicted_us,
                   10 + 28 * 1.9 + 2 * 4.0 + 30.0 / 16.0 * size / (0.92 * 300 * 0.776 * 1e3), 1e-9);
     }
   }
+  EXPECT_TRUE(ndr_ll128);
 }
 
 TEST(NcclModel, one_rank_takes_no_time) {
