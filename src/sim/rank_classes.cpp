@@ -469,14 +469,9 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
         !problem.empty()) {
       return no(std::move(problem));
     }
-    const std::vector<sys::Algorithm>* lists[4] = {&in.system->all_reduce,
-                                                   &in.system->reduce_scatter,
-                                                   &in.system->all_gather, &in.system->all_to_all};
     for (int kind = 0; kind < 4; ++kind) {
-      const bool nccl =
-          !lists[kind]->empty() && lists[kind]->front().kind == sys::AlgorithmKind::kNccl;
-      if (uses[kind] && nccl) uses_nccl = true;
-      if (uses[kind] && !nccl) uses_other = true;
+      if (!uses[kind]) continue;
+      (runs_nccl(*in.system, kind) ? uses_nccl : uses_other) = true;
     }
   }
 
@@ -673,10 +668,13 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
   // The distances (in positions) at which members of a group send in one phase over it: a ring's
   // neighbours, 1 and n - 1, for a group that is not a sub-grid; nccl's barrier, 1, 2, 4, ... below
   // n, for every group.
+  auto one_phase = [&](uint32_t group) {
+    return groups[group].size() > 1 && (uses_nccl || (uses_other && group_mask[group] == 0));
+  };
   auto flat_offsets = [&](uint32_t group) {
     const size_t n = groups[group].size();
     std::vector<size_t> offsets;
-    if (n < 2) return offsets;
+    if (!one_phase(group)) return offsets;
     if (uses_other && group_mask[group] == 0) {
       offsets.push_back(1);
       if (n > 2) offsets.push_back(n - 1);
@@ -701,7 +699,8 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
       for (size_t pos = 0; pos < n; ++pos) {
         if (geometry(topology, ranks[pos], ranks[(pos + offset) % n]) != distance) {
           return fmt::format(
-              "rank {} is at another distance from the member {} on than rank {} from its own",
+              "rank {} is at another distance from the member {} places on than rank {} is from "
+              "its own",
               ranks[pos], offset, reps[0]);
         }
       }
@@ -753,7 +752,7 @@ RankClassVerdict decide_rank_classes(const RankClassInputs& in) {
           if (std::string problem = cross_problem(group, rep_group); !problem.empty()) {
             return no(fmt::format("{} ({})", mixed_reason(group, rank, node), problem));
           }
-        } else if (ranks.size() > 1 && !flat_offsets(group).empty()) {
+        } else if (one_phase(group)) {
           // One phase over the group's ranks (a ring over a group that is not a sub-grid, or
           // nccl). Exact when every member is as far from the members it sends to as the
           // representative is from its own.

@@ -31,6 +31,13 @@ std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
   }
 }
 
+bool runs_nccl(const sys::SystemConfig& system, int kind) {
+  const std::vector<sys::Algorithm>* lists[4] = {&system.all_reduce, &system.reduce_scatter,
+                                                 &system.all_gather, &system.all_to_all};
+  const std::vector<sys::Algorithm>& list = *lists[kind];
+  return !list.empty() && list.front().kind == sys::AlgorithmKind::kNccl;
+}
+
 std::string algorithm_lists_problem(const bool (&uses)[4], const sys::SystemConfig& system,
                                     const net::Topology& topology, bool congestion_aware,
                                     bool flat_nccl) {
@@ -44,7 +51,7 @@ std::string algorithm_lists_problem(const bool (&uses)[4], const sys::SystemConf
     if (!custom[kind]->empty()) return "a custom collective graph";
     const std::vector<sys::Algorithm>& list = *lists[kind];
     // nccl runs one phase over the group whatever the other dimensions list.
-    if (flat_nccl && !list.empty() && list.front().kind == sys::AlgorithmKind::kNccl) continue;
+    if (flat_nccl && runs_nccl(system, kind)) continue;
     for (uint32_t dim = 0; dim < list.size() && dim < topology.dimension_count(); ++dim) {
       // The reduce-scatter and all-gather halves of a hierarchical all-reduce use the all-reduce
       // list, which is checked as well when all-reduce is used.

@@ -346,7 +346,7 @@ TEST(RankClasses, a_ring_over_ranks_at_other_distances_falls_back) {
   EXPECT_EQ(runs->fast.mode, "full");
   EXPECT_CONTAINS(runs->fast.fast_path_note,
                   "group '3' (rank 4 node 2) is not a sub-grid of the network and rank 4 is at "
-                  "another distance from the member 1 on than rank 0 from its own");
+                  "another distance from the member 1 places on than rank 0 is from its own");
   expect_same_results(runs->fast, runs->full, "unaligned, other distances");
 }
 
@@ -389,7 +389,7 @@ TEST(RankClasses, an_nccl_group_whose_members_are_at_other_distances_falls_back)
   EXPECT_EQ(runs->fast.mode, "full");
   EXPECT_CONTAINS(runs->fast.fast_path_note,
                   "runs one nccl phase over its ranks and rank 2 is at another distance from the "
-                  "member 1 on than rank 0 from its own");
+                  "member 1 places on than rank 0 is from its own");
   expect_same_results(runs->fast, runs->full, "nccl, other distances");
 }
 
