@@ -14,6 +14,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/units.h"
 #include "replay/executor.h"
 
 namespace orrery::replay {
@@ -138,11 +139,18 @@ struct Executor::Impl {
     return slot;
   }
 
+  // A storage too large for this machine skips the ops that read it, saying so (build() reports
+  // an ArgError as the op's reason).
   at::Tensor& storage(uint32_t index) {
     at::Tensor& buffer = storages[index];
     if (!buffer.defined()) {
       const uint64_t bytes = plan->storages[index].bytes;
-      buffer = at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte));
+      try {
+        buffer = at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte));
+      } catch (const std::exception&) {
+        throw ArgError(fmt::format("its storage {} of {} cannot be allocated here",
+                                   plan->storages[index].id, format_bytes(bytes)));
+      }
       allocated += bytes;
     }
     return buffer;

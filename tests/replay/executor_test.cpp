@@ -306,5 +306,25 @@ TEST(ReplayExecutor, what_cannot_be_built_or_run_is_named) {
   EXPECT_EQ(run.executor->values(run.plan.ops[2].inputs[1].tensor).size(), 15u);
 }
 
+// A storage no machine holds (4 TiB of floats) skips the ops that read it with the reason; the
+// rest of the trace replays.
+TEST(ReplayExecutor, a_storage_too_large_to_allocate_skips_its_ops_with_the_reason) {
+  const Replayed run = replay_text(test::flat_trace(R"J(
+    {"id": 4, "name": "aten::relu", "parent": 3, "tid": 1,
+     "op_schema": "aten::relu(Tensor self) -> Tensor",
+     "inputs": [[1, 20, 0, 1099511627776, 4, "cpu"]], "input_shapes": [[1099511627776]],
+     "input_types": ["Tensor(float)"]},
+    {"id": 5, "name": "aten::relu", "parent": 3, "tid": 1,
+     "op_schema": "aten::relu(Tensor self) -> Tensor",
+     "inputs": [[2, 21, 0, 4, 4, "cpu"]], "input_shapes": [[4]],
+     "input_types": ["Tensor(float)"]})J"));
+  const std::vector<OpResult>& ops = run.session.ops;
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_FALSE(ops[0].replayed);
+  EXPECT_EQ(ops[0].reason, "its storage 20 of 4.00 TiB cannot be allocated here");
+  EXPECT_TRUE(ops[1].replayed) << ops[1].reason;
+  EXPECT_EQ(run.executor->allocated_bytes(), 16u);
+}
+
 }  // namespace executor_test
 }  // namespace orrery::replay
