@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -104,5 +105,27 @@ inline std::string feeder_trace() {
 }
 
 inline bool shared_data_present() { return std::filesystem::is_directory(ORRERY_SHARED_DATA_DIR); }
+
+inline std::string shared_data(const std::string& relative) {
+  return std::string(ORRERY_SHARED_DATA_DIR) + "/" + relative;
+}
+
+// An input of PARAM's et_replay tests (../shared/data/facebookresearch+param).
+inline std::string param_input(const std::string& name) {
+  return shared_data("facebookresearch+param/et_replay/tests/inputs/" + name);
+}
+
+// Unpacks a .tar.gz into `dir`; false when tar fails.
+inline bool untar(const std::string& archive, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const std::string command = "tar -xzf '" + archive + "' -C '" + dir + "' 2>/dev/null";
+  return std::system(command.c_str()) == 0;
+}
+
+// The public 8-rank DLRM set, host traces and Kineto traces, unpacked into `dir`.
+inline bool untar_dlrm_set(const std::string& dir) {
+  return untar(param_input("dlrm_pytorch_et.tar.gz"), dir) &&
+         untar(param_input("dlrm_kineto.tar.gz"), dir);
+}
 
 }  // namespace orrery::test

@@ -22,14 +22,6 @@ namespace orrery::test {
 
 inline std::string pytorch_data(const std::string& name) { return test_data("pytorch/" + name); }
 
-inline std::string shared_data(const std::string& relative) {
-  return std::string(ORRERY_SHARED_DATA_DIR) + "/" + relative;
-}
-
-inline std::string param_input(const std::string& name) {
-  return shared_data("facebookresearch+param/et_replay/tests/inputs/" + name);
-}
-
 inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -38,13 +30,6 @@ inline void write_file(const std::string& path, const std::string& text) {
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// Unpacks a .tar.gz into `dir`; false when tar fails.
-inline bool untar(const std::string& archive, const std::string& dir) {
-  std::filesystem::create_directories(dir);
-  const std::string command = "tar -xzf '" + archive + "' -C '" + dir + "' 2>/dev/null";
-  return std::system(command.c_str()) == 0;
 }
 
 // Loads a written trace and validates it; the report of the checks.

@@ -112,8 +112,7 @@ TEST(RankDirectory, writes_every_rank_and_the_groups_and_warns_of_stale_rank_fil
 TEST(RankDirectory, dlrm_eight_ranks_convert_with_their_collectives) {
   if (!test::shared_data_present()) GTEST_SKIP() << "no ../shared/data: the DLRM set is there";
   TempDir dir;
-  ASSERT_TRUE(test::untar(test::param_input("dlrm_pytorch_et.tar.gz"), dir.file("in")));
-  ASSERT_TRUE(test::untar(test::param_input("dlrm_kineto.tar.gz"), dir.file("in")));
+  ASSERT_TRUE(test::untar_dlrm_set(dir.file("in")));
   Expected<DirectoryReport> report =
       convert_rank_directory(dir.file("in"), dir.file("out/dlrm"), {}, 0);
   ASSERT_TRUE(report) << report.error().message();
@@ -173,8 +172,7 @@ TEST(RankDirectory, dlrm_eight_ranks_convert_with_their_collectives) {
 TEST(RankDirectory, outputs_do_not_depend_on_the_thread_count) {
   if (!test::shared_data_present()) GTEST_SKIP() << "no ../shared/data: the DLRM set is there";
   TempDir dir;
-  ASSERT_TRUE(test::untar(test::param_input("dlrm_pytorch_et.tar.gz"), dir.file("in")));
-  ASSERT_TRUE(test::untar(test::param_input("dlrm_kineto.tar.gz"), dir.file("in")));
+  ASSERT_TRUE(test::untar_dlrm_set(dir.file("in")));
   Expected<DirectoryReport> one = convert_rank_directory(dir.file("in"), dir.file("one/d"), {}, 1);
   Expected<DirectoryReport> four =
       convert_rank_directory(dir.file("in"), dir.file("four/d"), {}, 4);

@@ -177,13 +177,7 @@ TEST(ConvertCli, kineto_trace_of_another_run_is_refused) {
 TEST(ConvertCli, dlrm_ranks_convert_and_run_to_completion) {
   if (!test::shared_data_present()) GTEST_SKIP() << "no ../shared/data: the DLRM set is there";
   TempDir dir;
-  const std::string inputs =
-      std::string(ORRERY_SHARED_DATA_DIR) + "/facebookresearch+param/et_replay/tests/inputs/";
-  std::filesystem::create_directories(dir.file("in"));
-  for (const char* archive : {"dlrm_pytorch_et.tar.gz", "dlrm_kineto.tar.gz"}) {
-    const std::string command = "tar -xzf '" + inputs + archive + "' -C '" + dir.file("in") + "'";
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  }
+  ASSERT_TRUE(test::untar_dlrm_set(dir.file("in")));
   const CommandResult converted =
       run_orrery({"convert", "--dir", dir.file("in"), "-o", dir.file("out/dlrm")});
   ASSERT_EQ(converted.exit_code, 0) << converted.err;

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "chakra/trace_builder.h"
 #include "e2e/run_command.h"
 
 namespace orrery {
@@ -168,12 +169,7 @@ fs::path make_scratch() {
   copy_over(kRepository / "examples" / "llama_dp2tp2pp2" / "workload.json", work / "workload.json");
   if (fs::exists(kShared)) {
     fs::create_directory_symlink(fs::absolute(kShared).parent_path(), root / "shared");
-    const fs::path inputs = kShared / "facebookresearch+param" / "et_replay" / "tests" / "inputs";
-    for (const char* tarball : {"dlrm_pytorch_et.tar.gz", "dlrm_kineto.tar.gz"}) {
-      const std::string command =
-          "tar -xzf '" + (inputs / tarball).string() + "' -C '" + work.string() + "' 2>/dev/null";
-      EXPECT_EQ(std::system(command.c_str()), 0) << command;
-    }
+    EXPECT_TRUE(test::untar_dlrm_set(work.string()));
     fs::create_directories(work / "dlrm");
     for (const char* folder : {"dlrm_pytorch_et", "dlrm_kineto"}) {
       if (!fs::exists(work / folder)) continue;

@@ -236,13 +236,7 @@ TEST(ReplayCli, one_rank_of_a_set_alone) {
 TEST(ReplayCli, storages_only_unbuildable_operators_read_take_no_memory) {
   if (!test::shared_data_present()) GTEST_SKIP() << "no ../shared/data: the DLRM set is there";
   TempDir dir;
-  const std::string inputs =
-      std::string(ORRERY_SHARED_DATA_DIR) + "/facebookresearch+param/et_replay/tests/inputs/";
-  std::filesystem::create_directories(dir.file("in"));
-  for (const char* archive : {"dlrm_pytorch_et.tar.gz", "dlrm_kineto.tar.gz"}) {
-    const std::string command = "tar -xzf '" + inputs + archive + "' -C '" + dir.file("in") + "'";
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  }
+  ASSERT_TRUE(test::untar_dlrm_set(dir.file("in")));
   const CommandResult result =
       run_orrery({"replay", "--dir", dir.file("in"), "--rank", "0", "--warmup", "0", "--iterations",
                   "1", "--threads", "1", "--json"});
