@@ -5,9 +5,10 @@
 # (orrery replay, 5 warm-up and N measured iterations), both on one intra-op thread, medians of N
 # (wall and process CPU time, user + system); operator coverage; then --emit-chakra and
 # orrery run (the simulated iteration against the mean replayed iteration of the run that emitted
-# it: --emit-chakra writes the operators' means, whose sum is that mean); then the two-process DDP replay
-# under mpirun with its all-reduce sizes. The original and the replay of a model run back to back,
-# `rounds` times alternately, and the medians are over every sample.
+# it: --emit-chakra writes the operators' means, whose sum is that mean); then the two-process DDP
+# replay over Gloo (as the original ran) and under mpirun, with its all-reduce sizes. The original
+# and the replay of a model run back to back, `rounds` times alternately, and the medians are over
+# every sample.
 # Both run with glibc's malloc fixed to keep large blocks in the heap (MALLOC_MMAP_THRESHOLD_ and
 # MALLOC_TRIM_THRESHOLD_ at 1 GiB): by default glibc maps each large temporary afresh or trims the
 # heap, depending on the history of the process, and the page faults that follow cost the Python
@@ -82,26 +83,41 @@ PY
 done
 
 echo
-echo "DDP over two processes (mpirun -np 2; the original over Gloo, the replay over Open MPI)"
-"$python" tests/replay/record_models.py --measure ddp --iterations "$iterations" >"$out/ddp.orig.json"
-mpirun --allow-run-as-root --oversubscribe -np 2 "$orrery" replay --dir "$recorded/ddp" \
-  --threads 1 --warmup 5 --iterations "$iterations" --emit-chakra "$out/ddp" --json \
-  >"$out/ddp.json"
-"$python" - "$out" <<'PY'
-import json, sys
-out = sys.argv[1]
-o = json.load(open(f"{out}/ddp.orig.json"))
-job = json.load(open(f"{out}/ddp.json"))
-print(f"  original rank 0  {o['median_us']/1000:9.2f} ms wall, {o['cpu_median_us']/1000:9.2f} ms CPU")
-for rank in job["ranks"]:
-    comms = [op for op in rank["operators"] if op["kind"] == "communication"]
-    sizes = ", ".join(f"{op['bytes']:,} B in {op['measured_us']/1000:.2f} ms" for op in comms)
-    print(f"  replay rank {rank['rank']}    {rank['iteration_wall_us']['median']/1000:9.2f} ms wall, "
-          f"{rank['iteration_cpu_us']['median']/1000:9.2f} ms CPU; coverage "
-          f"{100*rank['coverage_by_count']:.1f}% by count; all-reduces: {sizes}; compute waited "
-          f"{rank['comm_wait_us']['median']/1000:.2f} ms")
+echo "DDP over two processes (the original over Gloo; the replay over Gloo, as the original, and"
+echo "over Open MPI, mpirun -np 2), alternately, rounds x iterations"
+: >"$out/ddp.orig.samples"
+for round in $(seq "$rounds"); do
+  "$python" tests/replay/record_models.py --measure ddp --iterations "$iterations" \
+    >"$out/ddp.orig.$round.json"
+  "$orrery" replay --dir "$recorded/ddp" --backend gloo --threads 1 --warmup 5 \
+    --iterations "$iterations" --emit-chakra "$out/ddp" --json >"$out/ddp.gloo.$round.json"
+  mpirun --allow-run-as-root --oversubscribe -np 2 "$orrery" replay --dir "$recorded/ddp" \
+    --threads 1 --warmup 5 --iterations "$iterations" --json >"$out/ddp.mpi.$round.json"
+done
+cp "$out/ddp.gloo.$rounds.json" "$out/ddp.json"
+"$python" - "$out" "$rounds" <<'PY'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+wall, cpu = [], []
+for r in range(1, rounds + 1):
+    o = json.load(open(f"{out}/ddp.orig.{r}.json"))
+    wall += o["samples_us"]; cpu += o["cpu_samples_us"]
+ow, oc = statistics.median(wall), statistics.median(cpu)
+print(f"  original rank 0     {ow/1000:9.2f} ms wall, {oc/1000:9.2f} ms CPU")
+for backend in ("gloo", "mpi"):
+    jobs = [json.load(open(f"{out}/ddp.{backend}.{r}.json")) for r in range(1, rounds + 1)]
+    for rank in jobs[-1]["ranks"]:
+        at = rank["rank"]
+        rw = statistics.median(j["ranks"][at]["iteration_wall_us"]["median"] for j in jobs)
+        rc = statistics.median(j["ranks"][at]["iteration_cpu_us"]["median"] for j in jobs)
+        comms = [op for op in rank["operators"] if op["kind"] == "communication"]
+        sizes = ", ".join(f"{op['bytes']:,} B in {op['measured_us']/1000:.2f} ms" for op in comms)
+        print(f"  {backend:<4} replay rank {at}  {rw/1000:9.2f} ms wall ({100*(rw/ow-1):+.1f}%), "
+              f"{rc/1000:9.2f} ms CPU ({100*(rc/oc-1):+.1f}%); coverage "
+              f"{100*rank['coverage_by_count']:.1f}% by count; all-reduces: {sizes}; compute "
+              f"waited {rank['comm_wait_us']['median']/1000:.2f} ms")
 PY
-# The simulated network is what the replay's MPI all-reduces achieved here (bytes over their mean
+# The simulated network is what the replay's Gloo all-reduces achieved here (bytes over their mean
 # time: on two ranks each sends its whole buffer once), not a datacenter link: the comparison is
 # of the step's structure, compute and exposed communication, on this machine.
 gbps=$("$python" -c "

@@ -5,7 +5,8 @@
 # multiplies matrices about 20x slower); pybind11 and python3-dev: the `orrery` Python
 # module, built for Debian's /usr/bin/python3, whose numpy, pytest, matplotlib, torch and sklearn
 # packages the Python tests, examples and recording scripts use; Open MPI: distributed sweeps and
-# replays; SQLite: sweep results; CBC and GLPK: exact sharding plans; Eigen: least squares;
+# replays; Gloo, the collectives library libtorch's CPU backend uses: replays without an MPI
+# launcher; SQLite: sweep results; CBC and GLPK: exact sharding plans; Eigen: least squares;
 # libonnx-dev: ONNX models for `orrery partition`).
 # `--fuzz` adds clang and its runtime, for the libFuzzer targets of `make fuzz` only: the GCC
 # builds of `make test` and `make asan` replay the fuzz corpora without them, so CI does not
@@ -21,7 +22,7 @@ packages=(
   libnlopt-dev libglpk-dev
   python3 python3-dev pybind11-dev python3-numpy python3-pytest python3-matplotlib python3-pandas
   libtorch-dev python3-torch python3-sklearn libopenblas0-pthread
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin libgloo-dev
   libsqlite3-dev coinor-libcbc-dev libeigen3-dev libonnx-dev
   chromium
 )

@@ -1,11 +1,20 @@
-// orrery-replay: the `orrery replay` verb (orrery execs it; it links libtorch and MPI).
+// orrery-replay: the `orrery replay` verb (orrery execs it; it links libtorch, MPI and Gloo).
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "convert/rank_directory.h"
 #include "replay/replay.h"
 
 #ifndef ORRERY_VERSION
@@ -24,6 +33,94 @@ orrery::Status write_text(const std::string& path, const std::string& text) {
   return orrery::Status::ok();
 }
 
+// The rank a launcher gave this process (torchrun, or `--backend gloo` itself): RANK and
+// WORLD_SIZE, as torch.distributed reads them. nullopt when either is unset.
+std::optional<std::pair<uint32_t, uint32_t>> launcher_rank() {
+  const char* rank = std::getenv("RANK");
+  const char* world = std::getenv("WORLD_SIZE");
+  if (rank == nullptr || world == nullptr) return std::nullopt;
+  char* end = nullptr;
+  const unsigned long rank_value = std::strtoul(rank, &end, 10);
+  if (*rank == '\0' || *end != '\0') return std::nullopt;
+  const unsigned long world_value = std::strtoul(world, &end, 10);
+  if (*world == '\0' || *end != '\0') return std::nullopt;
+  return std::pair{static_cast<uint32_t>(rank_value), static_cast<uint32_t>(world_value)};
+}
+
+extern "C" char** environ;
+
+// `--backend gloo` with no launcher: one process per rank on this machine, each this program with
+// the same arguments, RANK and WORLD_SIZE set and a fresh FileStore directory (--store), reached
+// over the loopback. Rank 0 prints the job's output; every rank's errors reach stderr. When a rank
+// fails, the others are stopped (they would wait for it) and its exit code is the command's.
+int launch_local_ranks(uint32_t world, int argc, char** argv) {
+  using namespace orrery;
+  std::string store = (std::filesystem::temp_directory_path() / "orrery-gloo-XXXXXX").string();
+  if (::mkdtemp(store.data()) == nullptr) {
+    return cli::report_error(Error::make(ErrorKind::kIo, "{}: cannot make the Gloo store: {}",
+                                         store, std::strerror(errno)));
+  }
+  std::vector<std::string> args(argv, argv + argc);
+  args.insert(args.end(), {"--store", store});
+  std::vector<char*> arg_ptrs;
+  for (std::string& arg : args) arg_ptrs.push_back(arg.data());
+  arg_ptrs.push_back(nullptr);
+  std::vector<std::string> base_env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    if (text.starts_with("RANK=") || text.starts_with("WORLD_SIZE=") ||
+        text.starts_with("ORRERY_GLOO_HOST=")) {
+      continue;
+    }
+    base_env.emplace_back(text);
+  }
+  std::vector<pid_t> children;
+  int exit_code = 0;
+  for (uint32_t rank = 0; rank < world && exit_code == 0; ++rank) {
+    std::vector<std::string> env = base_env;
+    env.push_back(fmt::format("RANK={}", rank));
+    env.push_back(fmt::format("WORLD_SIZE={}", world));
+    env.push_back("ORRERY_GLOO_HOST=127.0.0.1");
+    std::vector<char*> env_ptrs;
+    for (std::string& entry : env) env_ptrs.push_back(entry.data());
+    env_ptrs.push_back(nullptr);
+    pid_t pid = 0;
+    const int code =
+        ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, arg_ptrs.data(), env_ptrs.data());
+    if (code != 0) {
+      fmt::print(stderr, "orrery replay: error: cannot start rank {}: {}\n", rank,
+                 std::strerror(code));
+      exit_code = 1;
+      break;
+    }
+    children.push_back(pid);
+  }
+  size_t running = children.size();
+  if (exit_code != 0) {
+    for (const pid_t pid : children) ::kill(pid, SIGTERM);
+  }
+  while (running > 0) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (std::find(children.begin(), children.end(), pid) == children.end()) continue;
+    --running;
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code != 0 && exit_code == 0) {
+      exit_code = code;
+      for (const pid_t other : children) {
+        if (other != pid) ::kill(other, SIGTERM);
+      }
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(store, ignored);
+  return exit_code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -31,9 +128,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Replays a PyTorch execution trace as a benchmark: every outermost operator re-run by "
       "libtorch with tensors of the recorded shapes, communication as real collectives across "
-      "processes (mpirun -np N, one process per rank), timed against the recorded run.\n"
+      "processes (one per rank, over MPI or Gloo), timed against the recorded run.\n"
       "  orrery replay TRACE.json[.gz] [--profile PROFILER_TRACE.json[.gz]]\n"
-      "  mpirun -np 2 orrery replay --dir traces/"};
+      "  mpirun -np 2 orrery replay --dir traces/\n"
+      "  orrery replay --dir traces/ --backend gloo"};
   app.name("orrery replay");
   app.set_version_flag("--version", std::string("orrery ") + ORRERY_VERSION);
   replay::ReplayOptions options;
@@ -52,8 +150,8 @@ int main(int argc, char** argv) {
                  "the profiler trace of the same run (Kineto, or the Chrome trace the profiler "
                  "writes without Kineto): recorded times and the original iteration");
   app.add_option("--dir", options.dir,
-                 "a directory of per-rank traces (as orrery convert --dir): under mpirun each "
-                 "process replays its rank");
+                 "a directory of per-rank traces (as orrery convert --dir): under mpirun or with "
+                 "--backend gloo each process replays its rank");
   app.add_option("--rank", rank, "with --dir in one process: the rank to replay alone");
   app.add_option("--iteration", iteration,
                  "the ProfilerStep#N to replay (default: the first marker; the whole trace when "
@@ -88,6 +186,18 @@ int main(int argc, char** argv) {
   app.add_option("--html", html_path, "write a self-contained HTML report");
   app.add_option("--top", top, "operators shown in the tables")->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "print nothing but errors");
+  std::string backend;
+  std::string store;
+  app.add_option("--backend", backend,
+                 "how the rank processes communicate: mpi (under mpirun, the default there) or "
+                 "gloo (Gloo over TCP: with --dir, starts one process per rank on this machine; "
+                 "under a launcher that sets RANK and WORLD_SIZE, such as torchrun, joins them "
+                 "through --store)")
+      ->check(CLI::IsMember({"mpi", "gloo"}));
+  app.add_option("--store", store,
+                 "with --backend gloo under a launcher: the directory where the rank processes "
+                 "meet (one every process can reach: a shared file system across machines); "
+                 "each rank is reached at ORRERY_GLOO_HOST, else the machine's host name");
   CLI11_PARSE(app, argc, argv);
 
   if (options.trace.empty() == options.dir.empty()) {
@@ -109,7 +219,54 @@ int main(int argc, char** argv) {
   options.flush_subnormals = !keep_subnormals;
 
   std::unique_ptr<replay::Communicator> communicator;
-  if (replay::launched_by_mpi()) {
+  const bool by_mpi = replay::launched_by_mpi();
+  if (backend == "mpi" && !by_mpi) {
+    return cli::report_error(Error::make(
+        ErrorKind::kInvalidArgument,
+        "--backend mpi needs an MPI launcher: mpirun -np N orrery replay --dir traces/ (or "
+        "--backend gloo, which starts the processes itself)"));
+  }
+  if (backend == "gloo") {
+    if (by_mpi) {
+      return cli::report_error(Error::make(
+          ErrorKind::kInvalidArgument,
+          "--backend gloo starts its own processes (or joins a launcher's that sets RANK and "
+          "WORLD_SIZE); under mpirun the replay runs over MPI: leave --backend out"));
+    }
+    if (options.dir.empty() || rank) {
+      return cli::report_error(
+          Error::make(ErrorKind::kInvalidArgument,
+                      "--backend gloo replays every rank of --dir, one process each (without "
+                      "--rank)"));
+    }
+    const std::optional<std::pair<uint32_t, uint32_t>> given = launcher_rank();
+    if (!given) {
+      if (!store.empty()) {
+        return cli::report_error(Error::make(
+            ErrorKind::kInvalidArgument,
+            "--store goes with a launcher that sets RANK and WORLD_SIZE; without one, --backend "
+            "gloo makes its own store"));
+      }
+      Expected<convert::DirectoryPlan> set = convert::plan_rank_directory(options.dir);
+      if (!set) return cli::report_error(set.error());
+      return launch_local_ranks(static_cast<uint32_t>(set->ranks.size()), argc, argv);
+    }
+    if (store.empty()) {
+      return cli::report_error(Error::make(
+          ErrorKind::kInvalidArgument,
+          "--backend gloo under a launcher (RANK={}, WORLD_SIZE={}) needs --store DIR, a "
+          "directory every rank process can reach",
+          given->first, given->second));
+    }
+    const char* host = std::getenv("ORRERY_GLOO_HOST");
+    Expected<std::unique_ptr<replay::Communicator>> gloo = replay::make_gloo_communicator(
+        given->first, given->second, store, host != nullptr ? host : "");
+    if (!gloo) return cli::report_error(gloo.error());
+    communicator = std::move(*gloo);
+  } else if (!store.empty()) {
+    return cli::report_error(
+        Error::make(ErrorKind::kInvalidArgument, "--store goes with --backend gloo"));
+  } else if (by_mpi) {
     Expected<std::unique_ptr<replay::Communicator>> mpi =
         replay::make_mpi_communicator(&argc, &argv);
     if (!mpi) return cli::report_error(mpi.error());

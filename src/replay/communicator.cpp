@@ -17,9 +17,10 @@ class LocalCommunicator final : public Communicator {
   Status prepare_groups(const std::vector<std::vector<uint32_t>>& groups) override {
     for (const std::vector<uint32_t>& group : groups) {
       if (group.size() != 1 || group[0] != 0) {
-        return Error::make(ErrorKind::kInvalidArgument,
-                           "a group of {} ranks needs that many processes (mpirun -np)",
-                           group.size());
+        return Error::make(
+            ErrorKind::kInvalidArgument,
+            "a group of {} ranks needs that many processes (mpirun -np, or --backend gloo)",
+            group.size());
       }
     }
     return Status::ok();
@@ -37,8 +38,9 @@ class LocalCommunicator final : public Communicator {
         return Status::ok();
       case CommOpKind::kSend:
       case CommOpKind::kRecv:
-        return Error::make(ErrorKind::kInvalidArgument,
-                           "a send or receive needs a second process (mpirun -np)");
+        return Error::make(
+            ErrorKind::kInvalidArgument,
+            "a send or receive needs a second process (mpirun -np, or --backend gloo)");
       default:
         return Status::ok();
     }

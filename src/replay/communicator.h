@@ -1,8 +1,9 @@
 // replay/communicator.h: real collectives and point-to-point messages between replay processes.
 //
-// One process per rank. make_communicator() returns the MPI communicator when the process was
-// started by mpirun (Open MPI's or any launcher that sets the PMI/PMIx environment), else a local
-// one for a single process. A request names its group by global ranks; the MPI communicator makes
+// One process per rank, connected by MPI (when the process was started by mpirun, Open MPI's or
+// any launcher that sets the PMI/PMIx environment) or by Gloo over TCP (the processes meet in a
+// FileStore directory; `orrery replay --backend gloo` starts them itself), or a local communicator
+// for a single process. A request names its group by global ranks; the MPI communicator makes
 // one MPI communicator per distinct group (prepare_groups(), collective over every rank, in the
 // same order everywhere) and runs the operation on raw buffers. Values do not matter to a replay,
 // only bytes and work: reductions of 16-bit floats are summed as 16-bit integers (the same bytes
@@ -83,6 +84,15 @@ bool launched_by_mpi();
 // The MPI communicator (initialises MPI; finalised when destroyed). Defined in
 // mpi_communicator.cpp, the one file that includes MPI.
 Expected<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc, char*** argv);
+// The Gloo communicator: this process is `rank` of `size`, all of which call this with the same
+// `store_dir` (a FileStore: a directory every process can reach, on one machine or a shared file
+// system), reachable at `hostname` ("" for the machine's name). Collectives are Gloo's; Gloo has
+// no reduce-scatter, which runs as the direct algorithm (an all-to-all and a local sum). A rank
+// waits at most 30 minutes (c10d's default) for the others at a collective. Defined in
+// gloo_communicator.cpp, the one file that includes Gloo.
+Expected<std::unique_ptr<Communicator>> make_gloo_communicator(uint32_t rank, uint32_t size,
+                                                               const std::string& store_dir,
+                                                               const std::string& hostname);
 // A communicator of one process: groups of one rank, run locally.
 std::unique_ptr<Communicator> make_local_communicator();
 

@@ -97,7 +97,7 @@ class MpiCommunicator final : public Communicator {
       MPI_Group_free(&world);
       if (code != MPI_SUCCESS) {
         return Error::make(ErrorKind::kInvalidArgument,
-                           "rank {}: cannot make the MPI communicator of ranks {}: {}", rank_,
+                           "cannot make the MPI communicator of ranks {}: {}",
                            fmt::join(ranks, ","), mpi_error(code));
       }
       comms_[ranks] = comm;
@@ -123,8 +123,8 @@ class MpiCommunicator final : public Communicator {
   Status run(const CommRequest& request) override {
     const auto found = comms_.find(*request.group);
     if (found == comms_.end()) {
-      return Error::make(ErrorKind::kInvalidArgument, "rank {}: no communicator for ranks {}",
-                         rank_, fmt::join(*request.group, ","));
+      return Error::make(ErrorKind::kInvalidArgument, "no communicator for ranks {}",
+                         fmt::join(*request.group, ","));
     }
     MPI_Comm comm = found->second;
     const int n = static_cast<int>(request.group->size());
@@ -202,8 +202,8 @@ class MpiCommunicator final : public Communicator {
     }
     if (code == MPI_SUCCESS && pending != MPI_REQUEST_NULL) code = wait_gently(pending);
     if (code != MPI_SUCCESS) {
-      return Error::make(ErrorKind::kInvalidArgument, "rank {}: MPI {} of {} bytes failed: {}",
-                         rank_, comm_op_name(request.kind), request.bytes, mpi_error(code));
+      return Error::make(ErrorKind::kInvalidArgument, "MPI {} of {} bytes failed: {}",
+                         comm_op_name(request.kind), request.bytes, mpi_error(code));
     }
     return Status::ok();
   }

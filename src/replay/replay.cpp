@@ -176,9 +176,10 @@ Expected<ReplayOutcome> replay(const ReplayOptions& options, Communicator& commu
     job_ranks = static_cast<uint32_t>(set->ranks.size());
     if (options.rank) {
       if (world != 1) {
-        return Error::make(ErrorKind::kInvalidArgument,
-                           "--rank replays one rank alone; under mpirun every process replays "
-                           "its own rank");
+        return Error::make(
+            ErrorKind::kInvalidArgument,
+            "--rank replays one rank alone; with several processes every one replays "
+            "its own rank");
       }
       if (*options.rank >= job_ranks) {
         return Error::make(ErrorKind::kInvalidArgument, "--rank {}: {} has ranks 0 to {}",
@@ -186,9 +187,11 @@ Expected<ReplayOutcome> replay(const ReplayOptions& options, Communicator& commu
       }
       trace_rank = *options.rank;
     } else if (world != job_ranks && world != 1) {
-      return Error::make(ErrorKind::kInvalidArgument,
-                         "{} holds {} ranks and the replay runs {} processes: run mpirun -np {}",
-                         options.dir, job_ranks, world, job_ranks);
+      return Error::make(
+          ErrorKind::kInvalidArgument,
+          "{} holds {} ranks and the replay runs {} processes: run mpirun -np {} (or "
+          "--backend gloo, which starts them)",
+          options.dir, job_ranks, world, job_ranks);
     }
     trace_path = set->ranks[trace_rank].host;
     profile_path = set->ranks[trace_rank].device;

@@ -16,22 +16,11 @@
 namespace orrery {
 namespace mpi_replay_test {
 
-std::string mpirun_path() {
-  for (const char* candidate : {"/usr/bin/mpirun", "/usr/local/bin/mpirun"}) {
-    if (std::filesystem::exists(candidate)) return candidate;
-  }
-  return "";
-}
-
 TEST(ReplayMpi, two_processes_replay_ddp_with_real_all_reduces) {
-  const std::string mpirun = mpirun_path();
+  const std::string mpirun = test::mpirun_path();
   if (mpirun.empty()) GTEST_SKIP() << "no mpirun on this machine: the two-process replay needs it";
   test::TempDir dir;
-  // Under ASan, Open MPI's own allocations (its reduction ops, components it unloads at exit, so
-  // their frames do not symbolize) are reported as leaks when the ranks exit: the replay
-  // processes (not this test) run without leak detection. mpirun passes the variable on.
-  if (const char* asan = std::getenv("ASAN_OPTIONS"); asan != nullptr)
-    setenv("ASAN_OPTIONS", (std::string(asan) + ":detect_leaks=0").c_str(), 1);
+  test::ranks_without_leak_detection();
   const CommandResult run =
       run_program(mpirun, {"--allow-run-as-root", "--oversubscribe", "-np", "2", ORRERY_BINARY,
                            "replay", "--dir", test::test_data("pytorch/recorded/ddp"), "--warmup",
@@ -39,22 +28,7 @@ TEST(ReplayMpi, two_processes_replay_ddp_with_real_all_reduces) {
                            dir.file("ddp.json"), "--emit-chakra", dir.file("out/ddp")});
   ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
   const nlohmann::json job = nlohmann::json::parse(run.out);
-  EXPECT_EQ(job.at("world"), 2);
-  EXPECT_NE(job.at("communicator").get<std::string>().find("MPI (Open MPI"), std::string::npos);
-  ASSERT_EQ(job.at("ranks").size(), 2u);
-  for (const nlohmann::json& rank : job.at("ranks")) {
-    EXPECT_EQ(rank.at("coverage_by_count"), 1.0) << rank.dump();
-    EXPECT_EQ(rank.at("coverage_by_time"), 1.0);
-    EXPECT_EQ(rank.at("communication_ops"), 2);
-    std::vector<uint64_t> bytes;
-    for (const nlohmann::json& op : rank.at("operators")) {
-      if (op.at("kind") != "communication") continue;
-      EXPECT_TRUE(op.at("replayed").get<bool>());
-      EXPECT_GT(op.at("measured_us").get<double>(), 0.0);
-      bytes.push_back(op.at("bytes").get<uint64_t>());
-    }
-    EXPECT_EQ(bytes, (std::vector<uint64_t>{267'786 * 4, 131'584 * 4}));
-  }
+  test::expect_ddp_replayed(job, "MPI (Open MPI");
   EXPECT_EQ(nlohmann::json::parse(read_whole_file(dir.file("ddp.json"))), job);
   // The emitted traces carry each all-reduce's measured time once, on its communication node; the
   // host op that issued it takes none (it would otherwise count as compute too).
