@@ -28,7 +28,6 @@ void expect_every_rank_checked(const CommandResult& run, const std::string& back
 }
 
 TEST(ReplayGloo, three_processes_run_every_operation_with_known_results) {
-  test::ranks_without_leak_detection();
   test::TempDir dir;
   std::filesystem::create_directories(dir.file("store"));
   std::string script;
