@@ -9,6 +9,9 @@
 
 namespace orrery {
 
+// Bytes in a GiB, for dividing by.
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 // Parses a byte count: a plain integer ("1048576"), or a number with a unit. Binary units KiB, MiB,
 // GiB, TiB (powers of 1024) and decimal units kB/KB, MB, GB, TB (powers of 1000); "B" alone is
 // bytes. Fractions are allowed when the result is a whole number of bytes ("1.5KiB").

@@ -17,6 +17,8 @@ namespace orrery::design {
 
 namespace {
 
+using net::yaml_line;
+
 Expected<std::string> read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
@@ -31,10 +33,8 @@ Expected<YAML::Node> read_yaml(const std::string& path) {
   return net::parse_yaml_text(*text, path);
 }
 
-int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
-
 Error node_error(const std::string& path, const YAML::Node& node, const std::string& what) {
-  return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", path, line_of(node), what));
+  return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", path, yaml_line(node, 0), what));
 }
 
 Expected<double> as_number(const std::string& path, const YAML::Node& node, std::string_view key) {
@@ -246,7 +246,8 @@ Expected<std::vector<Dimension>> load_libra_network(const std::string& path) {
     Dimension dim;
     if (!topology[i].IsScalar()) return node_error(path, topology[i], "topology must be a name");
     Expected<TopologyKind> kind = parse_topology(topology[i].Scalar());
-    if (!kind) return kind.error().with_context(fmt::format("{}:{}", path, line_of(topology[i])));
+    if (!kind)
+      return kind.error().with_context(fmt::format("{}:{}", path, yaml_line(topology[i], 0)));
     dim.kind = *kind;
     Expected<double> size = as_number(path, npus[i], "NpusCount");
     if (!size) return size.error();
@@ -400,7 +401,7 @@ Expected<Problem> load_problem(const std::string& path) {
       }
       Dimension dim;
       Expected<TopologyKind> kind = parse_topology(item["topology"].Scalar());
-      if (!kind) return kind.error().with_context(fmt::format("{}:{}", path, line_of(item)));
+      if (!kind) return kind.error().with_context(fmt::format("{}:{}", path, yaml_line(item, 0)));
       dim.kind = *kind;
       Expected<double> size = as_number(path, item["size"], "size");
       if (!size) return size.error();
@@ -449,7 +450,7 @@ Expected<Problem> load_problem(const std::string& path) {
           Expected<CollectiveKind> kind = parse_collective(node["collective"].Scalar());
           if (!kind) {
             return kind.error().with_context(
-                fmt::format("{}:{}", path, line_of(node["collective"])));
+                fmt::format("{}:{}", path, yaml_line(node["collective"], 0)));
           }
           p.collective = *kind;
         }
@@ -473,7 +474,7 @@ Expected<Problem> load_problem(const std::string& path) {
   } else if (workload.IsMap()) {
     // Derived later, once the network is final (libra_workload.h).
     WorkloadSource source;
-    source.where = fmt::format("{}:{}", path, line_of(workload));
+    source.where = fmt::format("{}:{}", path, yaml_line(workload, 0));
     for (const auto& entry : workload) {
       const std::string key = entry.first.Scalar();
       const YAML::Node value = entry.second;
@@ -502,7 +503,7 @@ Expected<Problem> load_problem(const std::string& path) {
           gen::LlmOptions check;  // names and values checked here, so errors get the line
           const std::string name = option.first.Scalar();
           if (Status st = gen::set_llm_option(check, name, option.second.Scalar()); !st) {
-            return st.error().with_context(fmt::format("{}:{}", path, line_of(option.first)));
+            return st.error().with_context(fmt::format("{}:{}", path, yaml_line(option.first, 0)));
           }
           source.llm.emplace_back(name, option.second.Scalar());
         }
@@ -602,13 +603,13 @@ Expected<Problem> load_problem(const std::string& path) {
     }
     for (const YAML::Node& item : constraints) {
       Expected<LinearConstraint> c = parse_constraint(item.Scalar(), dims);
-      if (!c) return c.error().with_context(fmt::format("{}:{}", path, line_of(item)));
+      if (!c) return c.error().with_context(fmt::format("{}:{}", path, yaml_line(item, 0)));
       problem.constraints.push_back(std::move(*c));
     }
   }
   if (const YAML::Node objective = root["objective"]) {
     Expected<Objective> o = parse_objective(objective.Scalar());
-    if (!o) return o.error().with_context(fmt::format("{}:{}", path, line_of(objective)));
+    if (!o) return o.error().with_context(fmt::format("{}:{}", path, yaml_line(objective, 0)));
     problem.objective = *o;
   }
   if (const YAML::Node budget = root["budget"]) {

@@ -9,6 +9,7 @@
 
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
+#include "gen/common.h"
 #include "network/graph_yaml.h"
 #include "sim/simulation.h"
 
@@ -19,11 +20,7 @@ namespace {
 using ChakraProtoMsg::AttributeProto;
 using ChakraProtoMsg::Node;
 
-AttributeProto& add_attr(Node& node, const char* name) {
-  AttributeProto* attribute = node.add_attr();
-  attribute->set_name(name);
-  return *attribute;
-}
+using gen::add_attr;
 
 int64_t comm_type(CollectiveKind kind) {
   switch (kind) {

@@ -29,11 +29,11 @@ __extension__ using u128 = unsigned __int128;
 
 uint64_t ceil_u64(double value) { return static_cast<uint64_t>(std::ceil(value)); }
 
+}  // namespace
+
 bool uniform_type(ShardingType type) {
   return type == ShardingType::kRowWise || type == ShardingType::kDataParallel;
 }
-
-}  // namespace
 
 Expected<ShardKernel> parse_shard_kernel(std::string_view name) {
   if (name == "fused" || name == "hbm") return ShardKernel::kFused;

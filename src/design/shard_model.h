@@ -26,6 +26,10 @@ using gen::ShardingType;
 enum class ShardKernel : uint8_t { kFused, kUvm, kUvmCaching, kDense };
 // "fused" (also "hbm"), "uvm", "uvm-caching" (also "uvm_caching"), "dense".
 Expected<ShardKernel> parse_shard_kernel(std::string_view name);
+
+// Whether a sharding type splits a table into blocks of one width (row-wise, data-parallel): its
+// blocks are interchangeable, which the cost model and the planner both rely on.
+bool uniform_type(ShardingType type);
 std::string_view shard_kernel_name(ShardKernel kernel);
 
 enum class ShardOptimizer : uint8_t { kNone, kSgd, kAdam, kAdagrad, kRowWiseAdagrad };

@@ -16,9 +16,6 @@ namespace orrery::design {
 
 namespace {
 
-bool uniform_type(ShardingType type) {
-  return type == ShardingType::kRowWise || type == ShardingType::kDataParallel;
-}
 bool host_type(ShardingType type) {
   return type == ShardingType::kTableRowWise || type == ShardingType::kTableColumnWise;
 }

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 
+#include "core/units.h"
 #include "memory/remote_memory.h"
 
 namespace orrery::design {
 
-namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-}
+namespace {}
 
 double point_cost(const SweepSpec& spec, const ClusterPoint& cluster) {
   const SweepCosts& c = spec.costs;

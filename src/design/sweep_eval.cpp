@@ -23,8 +23,6 @@ namespace orrery::design {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 std::string gib(uint64_t bytes) {
   return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / kGiB);
 }

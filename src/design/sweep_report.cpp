@@ -13,8 +13,6 @@ namespace orrery::design {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 // The parts of an iteration, in drawing order.
 constexpr std::array<const char*, 8> kPartNames = {"compute",    "exposed tp", "exposed cp",
                                                    "exposed ep", "exposed pp", "exposed dp",

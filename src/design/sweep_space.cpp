@@ -361,7 +361,6 @@ std::vector<Column> axis_columns(const SweepSpec& spec) {
 
 std::vector<Value> axis_values(const SweepSpec& spec, const SweepPoint& point) {
   const ClusterPoint& c = point.cluster;
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   auto num = [](double v) { return Value{v, ""}; };
   std::vector<Value> values = {num(c.accelerators), num(c.peak_tflops), num(c.efficiency),
                                num(static_cast<double>(c.hbm_bytes) / kGiB), num(c.hbm_gbps)};

@@ -11,6 +11,7 @@
 
 #include "core/checked.h"
 #include "core/json_config.h"
+#include "gen/common.h"
 
 namespace orrery::gen {
 
@@ -21,10 +22,7 @@ using ChakraProtoMsg::ALL_REDUCE;
 using ChakraProtoMsg::ALL_TO_ALL;
 using ChakraProtoMsg::REDUCE_SCATTER;
 
-constexpr uint64_t kMaxRanks = 1ULL << 20;
 constexpr uint32_t kAllRanks = 1;  // the one communicator group: every rank
-
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 Error model_error(std::string message) {
   return Error(ErrorKind::kInvalidArgument, std::move(message));

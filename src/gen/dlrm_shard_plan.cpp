@@ -16,7 +16,9 @@ namespace {
 
 constexpr const char* kFormat = "orrery-dlrm-shard-plan";
 
-Error plan_error(std::string message) { return Error(ErrorKind::kConfig, std::move(message)); }
+Error shard_plan_error(std::string message) {
+  return Error(ErrorKind::kConfig, std::move(message));
+}
 
 std::string table_label(const DlrmShardPlan& plan, size_t index) {
   return fmt::format("table {} ('{}')", index, plan.tables[index].name);
@@ -30,7 +32,7 @@ Status check_tiling(size_t count, uint64_t total, Get get, const std::string& wh
   for (size_t index = 0; index < count; ++index) {
     const auto [offset, size] = get(index);
     if (offset != next) {
-      return plan_error(
+      return shard_plan_error(
           fmt::format("{} shard {}: {} start at {}, expected {} (shards tile the "
                       "table in order)",
                       where, index, what, offset, next));
@@ -38,7 +40,7 @@ Status check_tiling(size_t count, uint64_t total, Get get, const std::string& wh
     next = offset + size;
   }
   if (next != total) {
-    return plan_error(
+    return shard_plan_error(
         fmt::format("{}: the shards cover {} of its {} {}", where, next, total, what));
   }
   return Status::ok();
@@ -150,32 +152,33 @@ bool DlrmShardPlan::has_estimates() const {
 
 Status validate_dlrm_shard_plan(const DlrmShardPlan& plan) {
   if (plan.world_size == 0 || plan.world_size > (1U << 20)) {
-    return plan_error(fmt::format("world_size {}: expected 1 to 1,048,576", plan.world_size));
+    return shard_plan_error(fmt::format("world_size {}: expected 1 to 1,048,576", plan.world_size));
   }
   if (plan.local_world_size == 0 || plan.world_size % plan.local_world_size != 0) {
-    return plan_error(fmt::format("world_size {} is not a multiple of local_world_size {}",
-                                  plan.world_size, plan.local_world_size));
+    return shard_plan_error(fmt::format("world_size {} is not a multiple of local_world_size {}",
+                                        plan.world_size, plan.local_world_size));
   }
-  if (plan.tables.empty()) return plan_error("the plan has no tables");
+  if (plan.tables.empty()) return shard_plan_error("the plan has no tables");
   if (!plan.ranks.empty() && plan.ranks.size() != plan.world_size) {
-    return plan_error(fmt::format("'ranks' lists {} ranks, expected world_size {}",
-                                  plan.ranks.size(), plan.world_size));
+    return shard_plan_error(fmt::format("'ranks' lists {} ranks, expected world_size {}",
+                                        plan.ranks.size(), plan.world_size));
   }
   const uint32_t w = plan.world_size;
   const uint32_t lw = plan.local_world_size;
   for (size_t index = 0; index < plan.tables.size(); ++index) {
     const PlannedTable& table = plan.tables[index];
     const std::string where = table_label(plan, index);
-    if (table.rows == 0) return plan_error(where + ": 0 rows");
-    if (table.dim == 0) return plan_error(where + ": dimension 0");
+    if (table.rows == 0) return shard_plan_error(where + ": 0 rows");
+    if (table.dim == 0) return shard_plan_error(where + ": dimension 0");
     if (!(table.pooling > 0) || !std::isfinite(table.pooling)) {
-      return plan_error(fmt::format("{}: pooling factor {} (expected > 0)", where, table.pooling));
+      return shard_plan_error(
+          fmt::format("{}: pooling factor {} (expected > 0)", where, table.pooling));
     }
-    if (table.shards.empty()) return plan_error(where + ": no shards");
+    if (table.shards.empty()) return shard_plan_error(where + ": no shards");
     for (size_t s = 0; s < table.shards.size(); ++s) {
       if (table.shards[s].rank >= w) {
-        return plan_error(fmt::format("{} shard {}: rank {} is outside the world of {} ranks",
-                                      where, s, table.shards[s].rank, w));
+        return shard_plan_error(fmt::format("{} shard {}: rank {} is outside the world of {} ranks",
+                                            where, s, table.shards[s].rank, w));
       }
     }
     const auto& shards = table.shards;
@@ -185,27 +188,30 @@ Status validate_dlrm_shard_plan(const DlrmShardPlan& plan) {
     };
     auto whole = [&](size_t s, bool rows, bool cols) -> Status {
       if (rows && (shards[s].row_offset != 0 || shards[s].rows != table.rows)) {
-        return plan_error(fmt::format("{} shard {}: expected all {} rows", where, s, table.rows));
+        return shard_plan_error(
+            fmt::format("{} shard {}: expected all {} rows", where, s, table.rows));
       }
       if (cols && (shards[s].col_offset != 0 || shards[s].cols != table.dim)) {
-        return plan_error(fmt::format("{} shard {}: expected all {} columns", where, s, table.dim));
+        return shard_plan_error(
+            fmt::format("{} shard {}: expected all {} columns", where, s, table.dim));
       }
       return Status::ok();
     };
     // Uniform types: one shard per rank of the world (RW, DP) or of one host (TWRW).
     auto distinct_ranks = [&](size_t expected, bool one_host) -> Status {
       if (shards.size() != expected) {
-        return plan_error(fmt::format("{}: {} shards, expected {} ({} sharding)", where,
-                                      shards.size(), expected, sharding_type_name(table.sharding)));
+        return shard_plan_error(fmt::format("{}: {} shards, expected {} ({} sharding)", where,
+                                            shards.size(), expected,
+                                            sharding_type_name(table.sharding)));
       }
       std::set<uint32_t> seen;
       for (size_t s = 0; s < shards.size(); ++s) {
         if (!seen.insert(shards[s].rank).second) {
-          return plan_error(fmt::format("{} shard {}: rank {} already holds a shard of it", where,
-                                        s, shards[s].rank));
+          return shard_plan_error(fmt::format("{} shard {}: rank {} already holds a shard of it",
+                                              where, s, shards[s].rank));
         }
         if (one_host && shards[s].rank / lw != shards[0].rank / lw) {
-          return plan_error(fmt::format(
+          return shard_plan_error(fmt::format(
               "{} shard {}: rank {} is on host {}, shard 0 on host {} ({} stays within a host "
               "of {} ranks)",
               where, s, shards[s].rank, shards[s].rank / lw, shards[0].rank / lw,
@@ -218,7 +224,7 @@ Status validate_dlrm_shard_plan(const DlrmShardPlan& plan) {
     switch (table.sharding) {
       case ShardingType::kTableWise:
         if (shards.size() != 1) {
-          return plan_error(
+          return shard_plan_error(
               fmt::format("{}: {} shards, expected 1 (table-wise)", where, shards.size()));
         }
         status = whole(0, true, true);
@@ -230,7 +236,7 @@ Status validate_dlrm_shard_plan(const DlrmShardPlan& plan) {
         if (status && table.sharding == ShardingType::kTableColumnWise) {
           for (size_t s = 1; s < shards.size(); ++s) {
             if (shards[s].rank / lw != shards[0].rank / lw) {
-              return plan_error(fmt::format(
+              return shard_plan_error(fmt::format(
                   "{} shard {}: rank {} is on host {}, shard 0 on host {} (twcw stays within a "
                   "host of {} ranks)",
                   where, s, shards[s].rank, shards[s].rank / lw, shards[0].rank / lw, lw));

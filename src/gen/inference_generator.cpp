@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "gen/common.h"
 #include "gen/llm_plan.h"
 
 namespace orrery::gen {
@@ -13,13 +14,8 @@ namespace {
 using ChakraProtoMsg::ALL_GATHER;
 using ChakraProtoMsg::ALL_REDUCE;
 
-constexpr uint64_t kMaxRanks = 1ULL << 20;
 constexpr uint64_t kSampleFlops = 5;  // softmax, temperature and top-p over every logit
 constexpr uint64_t kTokenBytes = 4;   // a sampled token id
-
-Error plan_error(std::string message) {
-  return Error(ErrorKind::kInvalidArgument, std::move(message));
-}
 
 // The requests of one group that run in one step, and the shapes that follow from them.
 struct StepShape {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "gen/common.h"
+
 namespace orrery::gen {
 
 namespace {
@@ -12,8 +14,6 @@ using ChakraProtoMsg::ALL_GATHER;
 using ChakraProtoMsg::ALL_REDUCE;
 using ChakraProtoMsg::ALL_TO_ALL;
 using ChakraProtoMsg::REDUCE_SCATTER;
-
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // The parameters of one block (a layer, the input embedding, the final norm and output layer) held
 // by one rank, and the state of its gradients over the iteration.

@@ -5,18 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "gen/common.h"
+
 namespace orrery::gen {
-
-namespace {
-
-// More ranks than this is almost certainly a typo, not a job.
-constexpr uint64_t kMaxRanks = 1ULL << 20;
-
-Error plan_error(std::string message) {
-  return Error(ErrorKind::kInvalidArgument, std::move(message));
-}
-
-}  // namespace
 
 Expected<PipelineSchedule> parse_schedule(std::string_view name) {
   if (name == "1f1b" || name == "1F1B") return PipelineSchedule::k1F1B;

@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gen/common.h"
 #include "gen/inference_generator.h"
 
 namespace orrery::gen {
 
 namespace {
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
-constexpr uint64_t kMaskBytes = 1;   // a dropout mask element
 constexpr uint64_t kStatsBytes = 4;  // FlashAttention's log-sum-exp per query and head (fp32)
 constexpr uint64_t kLogitBytes = 4;  // logits kept in fp32 for the cross-entropy
 

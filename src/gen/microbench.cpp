@@ -14,6 +14,7 @@
 #include "chakra/trace_set.h"
 #include "core/checked.h"
 #include "core/units.h"
+#include "gen/common.h"
 
 namespace orrery::gen {
 
@@ -44,9 +45,6 @@ constexpr std::array<KindInfo, 10> kKinds = {{
     {MicrobenchKind::kSendRecv, "send-recv", "send_recv", ChakraProtoMsg::ALL_REDUCE},
 }};
 
-// More rank files than this is almost certainly a typo, not a benchmark.
-constexpr uint32_t kMaxRanks = 1U << 20;
-
 const KindInfo& info(MicrobenchKind kind) {
   for (const KindInfo& entry : kKinds) {
     if (entry.kind == kind) return entry;
@@ -61,12 +59,6 @@ std::string size_label(uint64_t bytes) {
   if (bytes > 0 && bytes % kMiB == 0) return fmt::format("{}MB", bytes / kMiB);
   if (bytes > 0 && bytes % kKiB == 0) return fmt::format("{}KB", bytes / kKiB);
   return fmt::format("{}B", bytes);
-}
-
-AttributeProto& add_attr(Node& node, const char* name) {
-  AttributeProto* attribute = node.add_attr();
-  attribute->set_name(name);
-  return *attribute;
 }
 
 // The nodes of one rank. Ids continue across ranks as ASTRA-sim's generator numbers them: rank r

@@ -19,18 +19,13 @@
 #include "chakra/trace_set.h"
 #include "chakra/trace_set_loader.h"
 #include "core/parallel.h"
+#include "gen/common.h"
 
 namespace orrery::gen {
 
 namespace {
 
 using ChakraProtoMsg::AttributeProto;
-
-AttributeProto& add_attr(ChakraProtoMsg::Node& node, const char* name) {
-  AttributeProto* attribute = node.add_attr();
-  attribute->set_name(name);
-  return *attribute;
-}
 
 }  // namespace
 

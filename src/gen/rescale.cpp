@@ -15,6 +15,7 @@
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
 #include "core/parallel.h"
+#include "gen/common.h"
 #include "gen/rank_program.h"
 
 namespace orrery::gen {
@@ -23,8 +24,6 @@ namespace {
 
 using ChakraProtoMsg::AttributeProto;
 using ChakraProtoMsg::Node;
-
-constexpr uint64_t kMaxRanks = 1ULL << 20;
 
 Error spec_error(std::string message) {
   return Error(ErrorKind::kInvalidArgument, std::move(message));

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/json_config.h"
+#include "gen/common.h"
 
 namespace orrery::gen {
 
@@ -28,9 +29,6 @@ constexpr uint64_t kSoftmaxFlops = 4;    // max, exponent, sum, scale: per atten
 constexpr uint64_t kRouterFlops = 5;     // softmax and top-k over the experts, per token and expert
 constexpr uint64_t kLossFlops = 5;       // cross-entropy: max, subtract, exponent, sum, log
 constexpr uint64_t kAdamFlops = 12;      // per parameter: moments, bias correction, update, decay
-constexpr uint64_t kMaskBytes = 1;       // a dropout mask element
-
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 uint64_t norm_params(const TransformerModel& model) {
   return model.norm == NormKind::kLayerNorm ? 2ULL * model.hidden : model.hidden;

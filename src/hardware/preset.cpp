@@ -16,10 +16,7 @@ namespace orrery::hw {
 
 namespace {
 
-int line_of(const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  return mark.line >= 0 ? mark.line + 1 : 1;
-}
+using net::yaml_line;
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
@@ -33,7 +30,7 @@ class Reader {
   explicit Reader(std::string_view file) : file_(file) {}
 
   Error fail(const YAML::Node& at, std::string_view key, const std::string& what) const {
-    return Error::make(ErrorKind::kConfig, "{}:{}: key '{}': {}", file_, line_of(at), key, what);
+    return Error::make(ErrorKind::kConfig, "{}:{}: key '{}': {}", file_, yaml_line(at), key, what);
   }
 
   // `map` must be a mapping whose keys are all in `allowed`.
@@ -41,7 +38,8 @@ class Reader {
               std::initializer_list<std::string_view> allowed) const {
     if (!map.IsMap()) {
       return Error::make(ErrorKind::kConfig, "{}:{}: {}: expected a mapping of keys", file_,
-                         line_of(map), where.empty() ? "the file" : fmt::format("key '{}'", where));
+                         yaml_line(map),
+                         where.empty() ? "the file" : fmt::format("key '{}'", where));
     }
     for (const auto& entry : map) {
       const std::string key = entry.first.as<std::string>();

@@ -30,8 +30,6 @@ bool parse_number(std::string_view text, double& out) {
   return end == copy.c_str() + copy.size() && std::isfinite(out) && out >= 0;
 }
 
-int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 1; }
-
 struct ParamDef {
   std::string_view key;
   std::string_view fallback;
@@ -315,7 +313,7 @@ class GraphReader {
     for (const auto& entry : root) {
       const std::string key = entry.first.as<std::string>();
       if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-        return fail(line_of(entry.first), "unknown key '{}' in a graph topology file", key);
+        return fail(yaml_line(entry.first), "unknown key '{}' in a graph topology file", key);
       }
     }
     if (root["name"].IsDefined()) spec.name = root["name"].as<std::string>();
@@ -332,13 +330,13 @@ class GraphReader {
     // 100-byte file naming a million switches took 1.4 s and 125 MB).
     const YAML::Node links = root["links"];
     if (!links.IsDefined() || !links.IsSequence()) {
-      return fail(line_of(root),
+      return fail(yaml_line(root),
                   "key 'links': expected a list of [from, to, bandwidth, latency] "
                   "cables");
     }
     const uint64_t endpoints = 2 * uint64_t{links.size()};
     if (spec.npus >= 2 && spec.npus > endpoints) {
-      return fail(line_of(root["npus"]),
+      return fail(yaml_line(root["npus"]),
                   "key 'npus': {} NPUs but {} links: a link joins two nodes, so at most {} NPUs "
                   "can be connected",
                   spec.npus, links.size(), endpoints);
@@ -351,7 +349,7 @@ class GraphReader {
         Expected<uint32_t> n = count(root, "switches", false);
         if (!n) return n.error();
         if (*n > endpoints) {
-          return fail(line_of(switches),
+          return fail(yaml_line(switches),
                       "key 'switches': {} switches but {} links: a link joins two nodes, so at "
                       "most {} switches can be connected",
                       *n, links.size(), endpoints);
@@ -360,11 +358,11 @@ class GraphReader {
       } else if (switches.IsSequence()) {
         for (const YAML::Node& name : switches) spec.switch_names.push_back(name.as<std::string>());
       } else {
-        return fail(line_of(switches), "key 'switches': expected a list of names or a count");
+        return fail(yaml_line(switches), "key 'switches': expected a list of names or a count");
       }
       for (uint32_t s = 0; s < spec.switch_names.size(); ++s) {
         if (!names.emplace(spec.switch_names[s], spec.npus + s).second) {
-          return fail(line_of(switches), "key 'switches': the name '{}' is used twice",
+          return fail(yaml_line(switches), "key 'switches': the name '{}' is used twice",
                       spec.switch_names[s]);
         }
       }
@@ -376,12 +374,13 @@ class GraphReader {
       } else if (value == "dimension-order") {
         spec.routing = Routing::kDimensionOrder;
       } else {
-        return fail(line_of(routing), "key 'routing': found '{}', expected ecmp or dimension-order",
-                    value);
+        return fail(yaml_line(routing),
+                    "key 'routing': found '{}', expected ecmp or dimension-order", value);
       }
     }
     if (const YAML::Node torus = root["torus"]; torus.IsDefined()) {
-      if (!torus.IsSequence()) return fail(line_of(torus), "key 'torus': expected a list of sizes");
+      if (!torus.IsSequence())
+        return fail(yaml_line(torus), "key 'torus': expected a list of sizes");
       for (const YAML::Node& size : torus) {
         Expected<uint32_t> value = scalar_count(size, "torus");
         if (!value) return value.error();
@@ -391,7 +390,7 @@ class GraphReader {
     if (const YAML::Node fwd = root["npu_forwarding"]; fwd.IsDefined()) {
       const std::string value = fwd.as<std::string>();
       if (value != "true" && value != "false") {
-        return fail(line_of(fwd), "key 'npu_forwarding': found '{}', expected true or false",
+        return fail(yaml_line(fwd), "key 'npu_forwarding': found '{}', expected true or false",
                     value);
       }
       spec.npu_forwarding = value == "true";
@@ -400,7 +399,7 @@ class GraphReader {
     }
     if (Status status = read_logical(root, spec); !status) return status.error();
     for (const YAML::Node& link : links) {
-      const int line = line_of(link);
+      const int line = yaml_line(link);
       if (!link.IsSequence() || link.size() < 4 || link.size() > 6) {
         return fail(line,
                     "a link is [from, to, bandwidth, latency] with an optional tier and "
@@ -456,15 +455,15 @@ class GraphReader {
     const YAML::Node logical = root["logical"];
     if (!logical.IsDefined()) return {};
     if (!logical.IsSequence()) {
-      return fail(line_of(logical), "key 'logical': expected a list of [kind, size] pairs");
+      return fail(yaml_line(logical), "key 'logical': expected a list of [kind, size] pairs");
     }
     spec.logical.clear();
     for (const YAML::Node& dim : logical) {
       if (!dim.IsSequence() || dim.size() != 2) {
-        return fail(line_of(dim), "key 'logical': expected [kind, size], e.g. [Switch, 8]");
+        return fail(yaml_line(dim), "key 'logical': expected [kind, size], e.g. [Switch, 8]");
       }
       Expected<TopologyKind> kind = kind_from(dim[0].as<std::string>());
-      if (!kind) return fail(line_of(dim), "key 'logical': {}", kind.error().message());
+      if (!kind) return fail(yaml_line(dim), "key 'logical': {}", kind.error().message());
       Expected<uint32_t> size = scalar_count(dim[1], "logical");
       if (!size) return size.error();
       spec.logical.push_back({*kind, *size});
@@ -479,13 +478,13 @@ class GraphReader {
       const std::string key = entry.first.as<std::string>();
       if (key == "generator" || key == "name" || key == "logical") continue;
       if (!entry.second.IsScalar()) {
-        return fail(line_of(entry.second), "generator parameter '{}': expected a single value",
+        return fail(yaml_line(entry.second), "generator parameter '{}': expected a single value",
                     key);
       }
       params.emplace_back(key, entry.second.as<std::string>());
     }
     Expected<GraphSpec> spec = generate_graph(generator, params);
-    if (!spec) return fail(line_of(root["generator"]), "{}", spec.error().message());
+    if (!spec) return fail(yaml_line(root["generator"]), "{}", spec.error().message());
     if (root["name"].IsDefined()) spec->name = root["name"].as<std::string>();
     // A logical layout of one's own replaces the generator's (its product is checked later).
     if (Status status = read_logical(root, *spec); !status) return status.error();
@@ -497,14 +496,14 @@ class GraphReader {
     uint32_t out = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
     if (ec != std::errc() || end != value.data() + value.size()) {
-      return fail(line_of(node), "key '{}': found '{}', expected a whole number", key, value);
+      return fail(yaml_line(node), "key '{}': found '{}', expected a whole number", key, value);
     }
     return out;
   }
   Expected<uint32_t> count(const YAML::Node& root, std::string_view key, bool required) const {
     const YAML::Node node = root[std::string(key)];
     if (!node.IsDefined()) {
-      if (required) return fail(line_of(root), "missing key '{}'", key);
+      if (required) return fail(yaml_line(root), "missing key '{}'", key);
       return 0u;
     }
     return scalar_count(node, key);

@@ -57,15 +57,13 @@ Expected<double> parse_rate_text(std::string_view text) {
 
 namespace {
 
-int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 1; }
-
 class Reader {
  public:
   explicit Reader(std::string_view file) : file_(file) {}
 
   template <typename... Args>
   Error fail(const YAML::Node& node, fmt::format_string<Args...> format, Args&&... args) const {
-    return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", file_, line_of(node),
+    return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", file_, yaml_line(node),
                                                  fmt::format(format, std::forward<Args>(args)...)));
   }
 
@@ -330,7 +328,7 @@ Expected<RoceConfig> parse_roce_config(std::string_view text, std::string_view f
   if (root.IsNull()) return config;
   if (!root.IsMap()) {
     return Error::make(ErrorKind::kConfig, "{}:{}: expected a mapping (a RoCE configuration)",
-                       file_name, line_of(root));
+                       file_name, yaml_line(root));
   }
   try {
     if (Status s = Reader(file_name).read(root, config); !s) return s.error();

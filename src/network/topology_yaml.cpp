@@ -93,11 +93,6 @@ DecimalStatus parse_scaled_decimal(std::string_view text, int scale, ScaledDecim
   return DecimalStatus::kOk;
 }
 
-int line_of(const YAML::Node& node, int fallback) {
-  const YAML::Mark mark = node.Mark();
-  return mark.line >= 0 ? mark.line + 1 : fallback;
-}
-
 std::string_view node_type_name(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Scalar:
@@ -131,13 +126,13 @@ class Reader {
     if (!parsed) return parsed.error();
     const YAML::Node& root = *parsed;
     if (!root.IsMap()) {
-      return fail(line_of(root, 1),
+      return fail(yaml_line(root, 1),
                   "expected a mapping with keys topology, npus_count, bandwidth and latency, "
                   "found {}",
                   node_type_name(root));
     }
     const YAML::Node& const_root = root;
-    const int root_line = line_of(const_root, 1);
+    const int root_line = yaml_line(const_root, 1);
     // ASTRA-sim reads four keys and ignores the rest; so does orrery, but it says so (a typo such
     // as 'latancy' would otherwise pass unnoticed).
     if (warnings_ != nullptr) {
@@ -147,7 +142,7 @@ class Reader {
           warnings_->push_back(fmt::format(
               "{}:{}: key '{}' is not an ASTRA-sim network key (topology, npus_count, bandwidth, "
               "latency); ignored",
-              file_, line_of(entry.first, root_line), key));
+              file_, yaml_line(entry.first, root_line), key));
         }
       }
     }
@@ -171,7 +166,7 @@ class Reader {
                     key);
       }
       if (!node.IsSequence()) {
-        return fail(line_of(node, root_line),
+        return fail(yaml_line(node, root_line),
                     "key '{}': expected a list with one value per dimension, found {}", key,
                     node_type_name(node));
       }
@@ -179,12 +174,12 @@ class Reader {
     }
     const size_t dims = lists[0].size();
     if (dims == 0) {
-      return fail(line_of(lists[0], root_line),
+      return fail(yaml_line(lists[0], root_line),
                   "key 'topology': expected at least one dimension, found an empty list");
     }
     for (size_t idx = 1; idx < lists.size(); ++idx) {
       if (lists[idx].size() != dims) {
-        return fail(line_of(lists[idx], root_line),
+        return fail(yaml_line(lists[idx], root_line),
                     "key '{}': expected {} values (one per dimension, as in 'topology'), found {}",
                     kKeys[idx], dims, lists[idx].size());
       }
@@ -209,7 +204,7 @@ class Reader {
     Expected<Topology> topology = Topology::create(std::move(dimensions));
     if (!topology) {
       return topology.error().with_context(
-          fmt::format("{}:{}", file_, line_of(lists[1], root_line)));
+          fmt::format("{}:{}", file_, yaml_line(lists[1], root_line)));
     }
     return topology;
   }
@@ -218,7 +213,7 @@ class Reader {
   Expected<std::string> scalar(const YAML::Node& node, int root_line, std::string_view key,
                                std::string_view expected) const {
     if (!node.IsScalar()) {
-      return fail(line_of(node, root_line), "key '{}': expected {}, found {}", key, expected,
+      return fail(yaml_line(node, root_line), "key '{}': expected {}, found {}", key, expected,
                   node_type_name(node));
     }
     return node.Scalar();
@@ -235,7 +230,7 @@ class Reader {
         return Status::ok();
       }
     }
-    return fail(line_of(node, root_line), "key 'topology': unknown topology '{}' (expected {})",
+    return fail(yaml_line(node, root_line), "key 'topology': unknown topology '{}' (expected {})",
                 *text, kExpected);
   }
 
@@ -249,16 +244,16 @@ class Reader {
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (digits.empty() || end != digits.data() + digits.size() ||
         (ec != std::errc() && ec != std::errc::result_out_of_range)) {
-      return fail(line_of(node, root_line), "key 'npus_count': found '{}', expected {}", *text,
+      return fail(yaml_line(node, root_line), "key 'npus_count': found '{}', expected {}", *text,
                   kExpected);
     }
     if (ec == std::errc::result_out_of_range || value > int64_t{UINT32_MAX}) {
-      return fail(line_of(node, root_line),
+      return fail(yaml_line(node, root_line),
                   "key 'npus_count': found {}, expected at most {} ranks per dimension", *text,
                   UINT32_MAX);
     }
     if (value < 2) {
-      return fail(line_of(node, root_line),
+      return fail(yaml_line(node, root_line),
                   "key 'npus_count': found {}, expected at least 2 ranks per dimension", *text);
     }
     size = static_cast<uint32_t>(value);
@@ -272,10 +267,10 @@ class Reader {
     ScaledDecimal number;
     switch (parse_scaled_decimal(*text, 9, number)) {
       case DecimalStatus::kNotANumber:
-        return fail(line_of(node, root_line), "key 'bandwidth': found '{}', expected {}", *text,
+        return fail(yaml_line(node, root_line), "key 'bandwidth': found '{}', expected {}", *text,
                     kExpected);
       case DecimalStatus::kTooLarge:
-        return fail(line_of(node, root_line), "key 'bandwidth': found {}, which is too large",
+        return fail(yaml_line(node, root_line), "key 'bandwidth': found {}, which is too large",
                     *text);
       case DecimalStatus::kOk:
         break;
@@ -284,8 +279,9 @@ class Reader {
     constexpr auto kMinNano = static_cast<uint64_t>(kMinGbps * 1e9);
     constexpr auto kMaxNano = static_cast<uint64_t>(kMaxGbps * 1e9);
     if (number.negative || number.value < kMinNano || number.value > kMaxNano) {
-      return fail(line_of(node, root_line), "key 'bandwidth': found {}, expected {} from {} to {}",
-                  *text, kExpected, format_number(kMinGbps), format_number(kMaxGbps));
+      return fail(yaml_line(node, root_line),
+                  "key 'bandwidth': found {}, expected {} from {} to {}", *text, kExpected,
+                  format_number(kMinGbps), format_number(kMaxGbps));
     }
     bandwidth = Bandwidth::from_nano_gbps(number.value);
     return Status::ok();
@@ -298,17 +294,17 @@ class Reader {
     ScaledDecimal number;
     const DecimalStatus status = parse_scaled_decimal(*text, 3, number);
     if (status == DecimalStatus::kNotANumber) {
-      return fail(line_of(node, root_line), "key 'latency': found '{}', expected {}", *text,
+      return fail(yaml_line(node, root_line), "key 'latency': found '{}', expected {}", *text,
                   kExpected);
     }
     constexpr auto kMaxLatencyPs = static_cast<uint64_t>(kMaxLatencyNs * 1000);
     if (status == DecimalStatus::kTooLarge || number.value > kMaxLatencyPs) {
-      return fail(line_of(node, root_line),
+      return fail(yaml_line(node, root_line),
                   "key 'latency': found {}, expected at most {} ns (one second) per hop", *text,
                   format_number(kMaxLatencyNs));
     }
     if (number.negative && number.value != 0) {
-      return fail(line_of(node, root_line), "key 'latency': found {}, expected {}", *text,
+      return fail(yaml_line(node, root_line), "key 'latency': found {}, expected {}", *text,
                   kExpected);
     }
     latency = SimTime::from_ps(static_cast<int64_t>(number.value));

@@ -10,8 +10,6 @@ namespace orrery::net {
 
 namespace {
 
-int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 0; }
-
 // Walks the tree without recursion (a deep document must not exhaust the stack), counting nodes
 // with aliases expanded and checking each mapping's keys.
 Status check_tree(const YAML::Node& root, std::string_view file_name, size_t budget) {
@@ -30,12 +28,13 @@ Status check_tree(const YAML::Node& root, std::string_view file_name, size_t bud
       std::map<std::string, int, std::less<>> seen;
       for (const auto& entry : node) {
         if (entry.first.IsScalar()) {
-          const auto [at, fresh] = seen.emplace(entry.first.Scalar(), line_of(entry.first));
+          const auto [at, fresh] = seen.emplace(entry.first.Scalar(), yaml_line(entry.first, 0));
           if (!fresh) {
             return Error::make(ErrorKind::kConfig,
                                "{}:{}: key '{}' is given twice (first on line {}); a key may "
                                "appear once",
-                               file_name, line_of(entry.first), entry.first.Scalar(), at->second);
+                               file_name, yaml_line(entry.first, 0), entry.first.Scalar(),
+                               at->second);
           }
         } else {
           pending.push_back(entry.first);
@@ -52,6 +51,11 @@ Status check_tree(const YAML::Node& root, std::string_view file_name, size_t bud
 }  // namespace
 
 size_t yaml_node_budget(size_t text_bytes) { return 16 * text_bytes + 100'000; }
+
+int yaml_line(const YAML::Node& node, int unknown) {
+  const YAML::Mark mark = node.Mark();
+  return mark.line >= 0 ? mark.line + 1 : unknown;
+}
 
 Expected<YAML::Node> parse_yaml_text(std::string_view text, std::string_view file_name) {
   YAML::Node root;

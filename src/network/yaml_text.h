@@ -26,4 +26,8 @@ size_t yaml_node_budget(size_t text_bytes);
 // expand the tree beyond yaml_node_budget.
 Expected<YAML::Node> parse_yaml_text(std::string_view text, std::string_view file_name);
 
+// The 1-based line a node starts on in its text, or `unknown` for a node without a place there
+// (one built in code, or what a lookup of a missing key returns).
+int yaml_line(const YAML::Node& node, int unknown = 1);
+
 }  // namespace orrery::net

@@ -23,10 +23,10 @@ namespace orrery::sim {
 
 namespace {
 
-int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 1; }
+using net::yaml_line;
 
 Error config_error(std::string_view file, const YAML::Node& node, std::string what) {
-  return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", file, line_of(node), what));
+  return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", file, yaml_line(node), what));
 }
 
 // "0-63", "0-7,16-23", "5,3,1": NPUs in the order written (a job's rank r runs on the r-th).
@@ -254,7 +254,7 @@ Expected<JobsFile> parse_jobs_file(std::string_view text, std::string_view file_
       for (const YAML::Node& item : value) {
         if (!item.IsMap()) return config_error(file_name, item, "jobs: expected a job's keys");
         JobSpec job;
-        job.line = line_of(item);
+        job.line = yaml_line(item);
         bool has_placement = false;
         for (const auto& field : item) {
           const std::string name = field.first.as<std::string>();

@@ -16,7 +16,7 @@ namespace orrery::sim {
 
 namespace {
 
-int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 1; }
+using net::yaml_line;
 
 class Reader {
  public:
@@ -24,7 +24,7 @@ class Reader {
 
   template <typename... Args>
   Error fail(const YAML::Node& node, fmt::format_string<Args...> format, Args&&... args) const {
-    return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", file_, line_of(node),
+    return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", file_, yaml_line(node),
                                                  fmt::format(format, std::forward<Args>(args)...)));
   }
 
@@ -94,7 +94,7 @@ class Reader {
     if (!node.IsSequence()) return fail(node, "compute: expected a list of entries");
     for (const YAML::Node& item : node) {
       ComputeEntry entry;
-      entry.line = line_of(item);
+      entry.line = yaml_line(item);
       bool has_ranks = false, has_factor = false, has_law = false;
       std::string law;
       Status status = mapping(
@@ -154,7 +154,7 @@ class Reader {
     if (!node.IsSequence()) return fail(node, "links: expected a list of entries");
     for (const YAML::Node& item : node) {
       LinkEntry entry;
-      entry.line = line_of(item);
+      entry.line = yaml_line(item);
       bool has_factor = false;
       Status status =
           mapping(item, "links entry", {"dimension", "between", "factor"},
@@ -187,7 +187,7 @@ class Reader {
     if (!node.IsSequence()) return fail(node, "hardware: expected a list of entries");
     for (const YAML::Node& item : node) {
       HardwareEntry entry;
-      entry.line = line_of(item);
+      entry.line = yaml_line(item);
       bool has_ranks = false;
       std::string preset, system;
       Status status = mapping(item, "hardware entry", {"ranks", "preset", "system"},
@@ -231,7 +231,7 @@ class Reader {
     if (!node.IsSequence()) return fail(node, "failures: expected a list of entries");
     for (const YAML::Node& item : node) {
       FailureEntry entry;
-      entry.line = line_of(item);
+      entry.line = yaml_line(item);
       bool has_time = false;
       int kinds = 0;
       bool has_ranks = false, has_surviving = false;

@@ -8,6 +8,7 @@
 
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
+#include "gen/common.h"
 #include "gen/rank_program.h"
 #include "synth/layers.h"
 
@@ -139,11 +140,7 @@ namespace {
 
 using ChakraProtoMsg::AttributeProto;
 
-AttributeProto& add_attr(ChakraProtoMsg::Node& node, const char* name) {
-  AttributeProto* attribute = node.add_attr();
-  attribute->set_name(name);
-  return *attribute;
-}
+using gen::add_attr;
 
 std::string lower(std::string_view text) {
   std::string out(text);
