@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
-# Where the replay's gap to PyTorch lies, on the MLP's training step (docs/models/replay.md): the
-# same step timed four ways, in rounds that alternate between them, one thread each, subnormals
-# flushed, OpenBLAS on one thread, glibc's malloc thresholds fixed (as bench/replay_study.sh):
-#   pytorch   tests/replay/record_models.py --measure mlp_train (the original: Python, nn modules,
+# Where the replay's gap to PyTorch lies, on a training step (docs/models/replay.md): the same step
+# timed several ways, in rounds that alternate between them, one thread each, subnormals flushed,
+# OpenBLAS on one thread, glibc's malloc thresholds fixed (as bench/replay_study.sh):
+#   pytorch   tests/replay/record_models.py --measure MODEL (the original: Python, nn modules,
 #             autograd, torch.optim.SGD)
-#   c++       bench/replay_gap/mlp_step.cpp: the same step in C++ with libtorch's modules, autograd
-#             and SGD (built here against Debian's libtorch-dev in a scratch directory)
-#   torch.ops bench/replay_gap/ops_step.py: the step's operators issued one by one from Python,
-#             as et_replay replays a trace
+#   c++       bench/replay_gap/mlp_step.cpp or transformer_step.cpp: the same step in C++ with
+#             libtorch's modules, autograd and SGD (built here against Debian's libtorch-dev in a
+#             scratch directory)
+#   torch.ops bench/replay_gap/ops_step.py (the MLP only): the step's operators issued one by one
+#             from Python, as et_replay replays a trace
 #   replay    orrery replay of the recorded trace
 # Prints each round and the medians of process CPU time per step, in microseconds.
 # Usage: bench/replay_gap.sh [build-dir] [rounds (5)] [steps per round (100)]
+#                            [model: mlp_train (default) or transformer_train]
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-5}
 steps=${3:-100}
+model=${4:-mlp_train}
+case "$model" in
+  mlp_train) cxx_step=mlp_step ;;
+  transformer_train) cxx_step=transformer_step ;;
+  *) echo "replay_gap.sh: model is mlp_train or transformer_train, not $model" >&2; exit 2 ;;
+esac
 export OPENBLAS_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824
 here=$(cd "$(dirname "$0")" && pwd)
 python=/usr/bin/python3
@@ -22,15 +30,16 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cmake -S "$here/replay_gap" -B "$scratch/b" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$scratch/b" >/dev/null
-trace=tests/data/pytorch/recorded/mlp_train/mlp_train_et.json.gz
+trace=tests/data/pytorch/recorded/$model/${model}_et.json.gz
 : >"$scratch/rows"
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo "$model; machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 printf "%-6s %10s %10s %10s %10s\n" round pytorch "c++" torch.ops replay
 for round in $(seq "$rounds"); do
-  pytorch=$("$python" tests/replay/record_models.py --measure mlp_train --iterations "$steps" |
+  pytorch=$("$python" tests/replay/record_models.py --measure "$model" --iterations "$steps" |
     "$python" -c "import json, sys; print(json.load(sys.stdin)['cpu_median_us'])")
-  cxx=$("$scratch/b/mlp_step" "$steps")
-  ops=$("$python" "$here/replay_gap/ops_step.py" "$steps")
+  cxx=$("$scratch/b/$cxx_step" "$steps")
+  ops=nan
+  [[ "$model" != mlp_train ]] || ops=$("$python" "$here/replay_gap/ops_step.py" "$steps")
   replay=$("$build/orrery" replay "$trace" --threads 1 --warmup 5 --iterations "$steps" --json -q |
     "$python" -c "import json, sys; print(json.load(sys.stdin)['iteration_cpu_us']['median'])")
   echo "$pytorch $cxx $ops $replay" >>"$scratch/rows"

@@ -1,0 +1,47 @@
+// The transformer block's training step of tests/replay/record_models.py (an encoder layer:
+// d_model 128, 4 heads, feed-forward 512, dropout 0.1, post-norm; a batch of 2 sequences of 64;
+// MSE loss; SGD, lr 0.01, momentum 0.9) written in C++ with libtorch's own module, autograd and
+// optimizer: the framework's work without Python's. libtorch's layer takes (sequence, batch,
+// feature), where the Python model is batch-first and transposes to that inside its attention.
+// bench/replay_gap.sh builds and times it beside PyTorch's step and orrery's replay of its trace.
+// Prints the median process CPU time of one step in microseconds.
+#include <torch/torch.h>
+
+#include <pmmintrin.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <vector>
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 200;
+  // Subnormals flushed, one intra-op thread: as record_models.py and orrery replay run.
+  _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
+  _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
+  torch::set_num_threads(1);
+  torch::manual_seed(0);
+  torch::nn::TransformerEncoderLayer model(
+      torch::nn::TransformerEncoderLayerOptions(128, 4).dim_feedforward(512).dropout(0.1));
+  model->train();
+  const torch::Tensor x = torch::randn({64, 2, 128});
+  const torch::Tensor target = torch::randn({64, 2, 128});
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  auto step = [&] {
+    optimizer.zero_grad();
+    torch::nn::functional::mse_loss(model->forward(x), target).backward();
+    optimizer.step();
+  };
+  for (int i = 0; i < 5; ++i) step();
+  std::vector<double> cpu;
+  for (int i = 0; i < steps; ++i) {
+    const std::clock_t start = std::clock();
+    step();
+    cpu.push_back(1e6 * static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC);
+  }
+  std::nth_element(cpu.begin(), cpu.begin() + cpu.size() / 2, cpu.end());
+  std::printf("%.1f\n", cpu[cpu.size() / 2]);
+  return 0;
+}
