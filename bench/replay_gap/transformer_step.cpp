@@ -5,24 +5,13 @@
 // feature), where the Python model is batch-first and transposes to that inside its attention.
 // bench/replay_gap.sh builds and times it beside PyTorch's step and orrery's replay of its trace.
 // Prints the median process CPU time of one step in microseconds.
-#include <torch/torch.h>
-
-#include <pmmintrin.h>
-#include <xmmintrin.h>
-
-#include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <vector>
+
+#include "step_timer.h"
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 200;
-  // Subnormals flushed, one intra-op thread: as record_models.py and orrery replay run.
-  _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
-  _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
-  torch::set_num_threads(1);
-  torch::manual_seed(0);
+  set_up_like_the_replay();
   torch::nn::TransformerEncoderLayer model(
       torch::nn::TransformerEncoderLayerOptions(128, 4).dim_feedforward(512).dropout(0.1));
   model->train();
@@ -34,14 +23,6 @@ int main(int argc, char** argv) {
     torch::nn::functional::mse_loss(model->forward(x), target).backward();
     optimizer.step();
   };
-  for (int i = 0; i < 5; ++i) step();
-  std::vector<double> cpu;
-  for (int i = 0; i < steps; ++i) {
-    const std::clock_t start = std::clock();
-    step();
-    cpu.push_back(1e6 * static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC);
-  }
-  std::nth_element(cpu.begin(), cpu.begin() + cpu.size() / 2, cpu.end());
-  std::printf("%.1f\n", cpu[cpu.size() / 2]);
+  print_median_step_cpu_us(steps, step);
   return 0;
 }
