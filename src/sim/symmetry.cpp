@@ -12,6 +12,13 @@ namespace {
 
 bool power_of_two(uint32_t value) { return value != 0 && (value & (value - 1)) == 0; }
 
+// The algorithm list of collective kind `kind`, in the order of `uses`.
+const std::vector<sys::Algorithm>& kind_list(const sys::SystemConfig& system, int kind) {
+  const std::vector<sys::Algorithm>* lists[4] = {&system.all_reduce, &system.reduce_scatter,
+                                                 &system.all_gather, &system.all_to_all};
+  return *lists[kind];
+}
+
 }  // namespace
 
 std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
@@ -32,24 +39,20 @@ std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
 }
 
 bool runs_nccl(const sys::SystemConfig& system, int kind) {
-  const std::vector<sys::Algorithm>* lists[4] = {&system.all_reduce, &system.reduce_scatter,
-                                                 &system.all_gather, &system.all_to_all};
-  const std::vector<sys::Algorithm>& list = *lists[kind];
+  const std::vector<sys::Algorithm>& list = kind_list(system, kind);
   return !list.empty() && list.front().kind == sys::AlgorithmKind::kNccl;
 }
 
 std::string algorithm_lists_problem(const bool (&uses)[4], const sys::SystemConfig& system,
                                     const net::Topology& topology, bool congestion_aware,
                                     bool flat_nccl) {
-  const std::vector<sys::Algorithm>* lists[4] = {&system.all_reduce, &system.reduce_scatter,
-                                                 &system.all_gather, &system.all_to_all};
   const std::vector<std::string>* custom[4] = {
       &system.all_reduce_custom, &system.reduce_scatter_custom, &system.all_gather_custom,
       &system.all_to_all_custom};
   for (int kind = 0; kind < 4; ++kind) {
     if (!uses[kind]) continue;
     if (!custom[kind]->empty()) return "a custom collective graph";
-    const std::vector<sys::Algorithm>& list = *lists[kind];
+    const std::vector<sys::Algorithm>& list = kind_list(system, kind);
     // nccl runs one phase over the group whatever the other dimensions list.
     if (flat_nccl && runs_nccl(system, kind)) continue;
     for (uint32_t dim = 0; dim < list.size() && dim < topology.dimension_count(); ++dim) {

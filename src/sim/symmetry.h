@@ -36,16 +36,16 @@ struct SymmetryVerdict {
 std::string algorithm_problem(const sys::Algorithm& algorithm, uint32_t dim,
                               const net::Topology& topology);
 
+// Whether collective kind `kind` (0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all, as
+// `uses` below) runs the `nccl` model (its list's first entry).
+bool runs_nccl(const sys::SystemConfig& system, int kind);
+
 // The first problem, or "", of the algorithm lists of the collective kinds a run `uses`
 // (all-reduce, reduce-scatter, all-gather, all-to-all) for mirroring: a custom graph, an algorithm
 // that does not send alike from every member, and with `congestion_aware` a message of more than
 // one hop. With `flat_nccl` the `nccl` model passes: its one phase over a group sends alike from
 // every member where the group's members are alike at its barrier's distances, which the caller
 // (rank classes) checks group by group.
-// Whether collective kind `kind` (0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all, as
-// `uses` below) runs the `nccl` model (its list's first entry).
-bool runs_nccl(const sys::SystemConfig& system, int kind);
-
 std::string algorithm_lists_problem(const bool (&uses)[4], const sys::SystemConfig& system,
                                     const net::Topology& topology, bool congestion_aware,
                                     bool flat_nccl = false);
