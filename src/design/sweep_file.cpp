@@ -26,10 +26,9 @@ class Reader {
  public:
   explicit Reader(std::string path) : path_(std::move(path)) {}
 
-  static int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
-
   Error error(const YAML::Node& node, const std::string& what) const {
-    return Error(ErrorKind::kConfig, fmt::format("{}:{}: {}", path_, line_of(node), what));
+    return Error(ErrorKind::kConfig,
+                 fmt::format("{}:{}: {}", path_, net::yaml_line(node, 0), what));
   }
 
   // Checks that `map` holds only `known` keys.
@@ -123,7 +122,7 @@ class Reader {
   Expected<Axis<T>> axis(const YAML::Node& node, std::string_view key, bool allow_all,
                          const std::function<Expected<T>(const YAML::Node&)>& convert) const {
     Axis<T> result;
-    result.line = line_of(node);
+    result.line = net::yaml_line(node, 0);
     if (node.IsScalar() && node.Scalar() == "all") {
       if (!allow_all) {
         return error(node, fmt::format("'{}': `all` is for plan axes; give a value, a list or a "
@@ -445,7 +444,7 @@ Expected<SweepSpec> parse_sweep_file(const std::string& path, std::string text) 
     bool rest_seen = false;
     for (const YAML::Node& item : *node) {
       DimensionSpec dim;
-      dim.line = Reader::line_of(item);
+      dim.line = net::yaml_line(item, 0);
       if (Status s = r.keys(
               item, "network dimension",
               {"topology", "size", "bandwidth", "latency", "cost", "all_reduce", "all_to_all"});
@@ -467,7 +466,7 @@ Expected<SweepSpec> parse_sweep_file(const std::string& path, std::string text) 
         if (rest_seen) return r.error(*size, "only one dimension may have size 'rest'");
         rest_seen = true;
         dim.size.values = {0};
-        dim.size.line = Reader::line_of(*size);
+        dim.size.line = net::yaml_line(*size, 0);
       } else {
         Expected<Axis<uint32_t>> a =
             r.axis<uint32_t>(*size, "size", false,
