@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <string_view>
 
 #include "replay/communicator.h"
 
@@ -138,8 +139,13 @@ class GlooCommunicator final : public Communicator {
       return Error::make(ErrorKind::kInvalidArgument, "no Gloo context for ranks {}",
                          fmt::join(*request.group, ","));
     }
-    return guarded(fmt::format("{} of {} bytes", comm_op_name(request.kind), request.bytes),
-                   [&] { execute(found->second, request); });
+    try {
+      execute(found->second, request);
+    } catch (const std::exception& error) {  // described here, not before every operation
+      return failure(fmt::format("{} of {} bytes", comm_op_name(request.kind), request.bytes),
+                     error);
+    }
+    return Status::ok();
   }
 
   Status barrier() override {
@@ -194,12 +200,17 @@ class GlooCommunicator final : public Communicator {
     return tags_[context.get()]++;
   }
 
+  // Gloo reports a peer gone, a timeout or a misuse by throwing.
+  static Error failure(std::string_view what, const std::exception& error) {
+    return Error::make(ErrorKind::kInvalidArgument, "Gloo {} failed: {}", what, error.what());
+  }
+
   template <typename Body>
-  Status guarded(const std::string& what, Body&& body) {
+  Status guarded(std::string_view what, Body&& body) {
     try {
       body();
     } catch (const std::exception& error) {
-      return Error::make(ErrorKind::kInvalidArgument, "Gloo {} failed: {}", what, error.what());
+      return failure(what, error);
     }
     return Status::ok();
   }
