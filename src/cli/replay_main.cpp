@@ -5,10 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
@@ -34,17 +36,26 @@ orrery::Status write_text(const std::string& path, const std::string& text) {
 }
 
 // The rank a launcher gave this process (torchrun, or `--backend gloo` itself): RANK and
-// WORLD_SIZE, as torch.distributed reads them. nullopt when either is unset.
-std::optional<std::pair<uint32_t, uint32_t>> launcher_rank() {
+// WORLD_SIZE, as torch.distributed reads them. nullopt when either is unset; an error when one is
+// not a number.
+using LauncherRank = std::optional<std::pair<uint32_t, uint32_t>>;
+orrery::Expected<LauncherRank> launcher_rank() {
   const char* rank = std::getenv("RANK");
   const char* world = std::getenv("WORLD_SIZE");
-  if (rank == nullptr || world == nullptr) return std::nullopt;
-  char* end = nullptr;
-  const unsigned long rank_value = std::strtoul(rank, &end, 10);
-  if (*rank == '\0' || *end != '\0') return std::nullopt;
-  const unsigned long world_value = std::strtoul(world, &end, 10);
-  if (*world == '\0' || *end != '\0') return std::nullopt;
-  return std::pair{static_cast<uint32_t>(rank_value), static_cast<uint32_t>(world_value)};
+  if (rank == nullptr || world == nullptr) return LauncherRank{};
+  std::pair<uint32_t, uint32_t> given;
+  for (const auto& [name, text, value] :
+       {std::tuple{"RANK", rank, &given.first}, std::tuple{"WORLD_SIZE", world, &given.second}}) {
+    const char* end = text + std::strlen(text);
+    const auto [at, error] = std::from_chars(text, end, *value);
+    if (error != std::errc() || at != end || at == text) {
+      return orrery::Error::make(orrery::ErrorKind::kInvalidArgument,
+                                 "--backend gloo: {}='{}' in the environment is not a rank count "
+                                 "or number (a launcher sets RANK and WORLD_SIZE)",
+                                 name, text);
+    }
+  }
+  return LauncherRank{given};
 }
 
 extern "C" char** environ;
@@ -239,7 +250,9 @@ int main(int argc, char** argv) {
                       "--backend gloo replays every rank of --dir, one process each (without "
                       "--rank)"));
     }
-    const std::optional<std::pair<uint32_t, uint32_t>> given = launcher_rank();
+    const orrery::Expected<std::optional<std::pair<uint32_t, uint32_t>>> launched = launcher_rank();
+    if (!launched) return cli::report_error(launched.error());
+    const std::optional<std::pair<uint32_t, uint32_t>>& given = *launched;
     if (!given) {
       if (!store.empty()) {
         return cli::report_error(Error::make(

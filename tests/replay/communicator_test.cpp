@@ -118,6 +118,37 @@ TEST(ReplayGloo, backend_flags_out_of_place_are_refused_with_the_reason) {
   }
 }
 
+TEST(ReplayGloo, under_a_launcher_each_process_joins_through_the_store) {
+  // As torchrun starts them: RANK and WORLD_SIZE set, one shared directory, the host's own name.
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.file("store"));
+  std::string script = "unset ORRERY_GLOO_HOST\n";
+  for (int rank = 0; rank < 2; ++rank) {
+    script += fmt::format(
+        "RANK={} WORLD_SIZE=2 timeout 120 '{}' replay --dir '{}' --backend gloo --store '{}' "
+        "--warmup 0 --iterations 2 --threads 1 --json >'{}' & p{}=$!\n",
+        rank, ORRERY_BINARY, test::test_data("pytorch/recorded/ddp"), dir.file("store"),
+        dir.file(fmt::format("rank{}.json", rank)), rank);
+  }
+  script += "status=0\nfor p in $p0 $p1; do wait $p || status=1; done\nexit $status\n";
+  const CommandResult run = run_program("/bin/sh", {"-c", script});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  test::expect_ddp_replayed(nlohmann::json::parse(read_whole_file(dir.file("rank0.json"))), "Gloo");
+  EXPECT_EQ(read_whole_file(dir.file("rank1.json")), "");  // rank 0 reports for the job
+}
+
+TEST(ReplayGloo, a_launcher_rank_that_is_not_a_number_is_refused) {
+  setenv("RANK", "first", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  const CommandResult run =
+      run_orrery({"replay", "--dir", test::test_data("pytorch/recorded/ddp"), "--backend", "gloo"});
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("RANK='first' in the environment is not a rank"), std::string::npos)
+      << run.err;
+}
+
 TEST(ReplayGloo, under_a_launcher_the_store_is_required) {
   setenv("RANK", "0", 1);
   setenv("WORLD_SIZE", "2", 1);
