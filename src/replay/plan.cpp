@@ -582,7 +582,8 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
       const size_t at = stack.back();
       stack.pop_back();
       const auto found = children.find(ops[at].id);
-      if (found == children.end()) continue;
+      // A backend op's children are misfiled (below): they did not run inside it.
+      if (found == children.end() || convert::is_backend_comm_op(ops[at].name)) continue;
       count += found->second.size();
       stack.insert(stack.end(), found->second.begin(), found->second.end());
     }
@@ -608,6 +609,22 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
   std::map<size_t, size_t> backend_of;  // c10d call -> its backend op found elsewhere
   std::vector<size_t> selected;         // indices of the ops to replay
   std::vector<size_t> stack(roots.rbegin(), roots.rend());
+  // A backend op (gloo:all_reduce) is a leaf that completes asynchronously, and PyTorch 1.13's
+  // observer keeps its scope open until then: what the thread ran meanwhile (the rest of a
+  // backward pass, the next bucket's c10d call and backend op) is filed under it. Those nodes
+  // are walked as if they were its siblings, not dropped with its subtree.
+  const auto walk_misfiled = [&](size_t index) {
+    std::vector<size_t> queue{index};
+    for (size_t head = 0; head < queue.size(); ++head) {
+      const auto found = children.find(ops[queue[head]].id);
+      if (found == children.end()) continue;
+      if (convert::is_backend_comm_op(ops[queue[head]].name)) {
+        stack.insert(stack.end(), found->second.rbegin(), found->second.rend());
+      } else {
+        queue.insert(queue.end(), found->second.begin(), found->second.end());
+      }
+    }
+  };
   while (!stack.empty()) {
     const size_t index = stack.back();
     stack.pop_back();
@@ -641,6 +658,7 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
     if (is_comm_name(op.name) || !op.op_schema.empty() ||
         (!has_children && compiled_kernel(trace, op))) {
       selected.push_back(index);
+      if (is_comm_name(op.name)) walk_misfiled(index);
       continue;
     }
     if (!has_children) {

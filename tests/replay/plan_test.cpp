@@ -119,6 +119,29 @@ TEST(ReplayPlan, ddp_buckets_are_all_reduces_of_their_bytes) {
   }
 }
 
+// The observer keeps an asynchronous backend op's scope open until it completes: in this
+// recording rank 1's first gloo:all_reduce is the parent of the rest of the backward pass, the
+// second bucket's c10d::allreduce_ and its gloo:all_reduce. Walking them as its siblings keeps
+// both ranks' plans alike; before, rank 1 lost 20 operators and its second all-reduce, and the
+// ranks' collectives disagreed.
+TEST(ReplayPlan, ops_filed_under_an_asynchronous_backend_op_are_replayed) {
+  std::vector<ReplayPlan> plans;
+  for (const char* rank : {"0", "1"})
+    plans.push_back(
+        plan_of(test::recorded("ddp_batch4", std::string("rank") + rank + "_et.json.gz")));
+  ASSERT_EQ(plans.size(), 2u);
+  size_t misfiled_mms = 0;
+  for (const ReplayOp& op : plans[1].ops) misfiled_mms += op.name == "aten::mm" && op.node_id > 247;
+  EXPECT_GT(misfiled_mms, 0u) << "the backward products after node 247 are replayed";
+  for (const ReplayPlan& plan : plans) {
+    std::vector<uint64_t> bytes;
+    for (const ReplayOp& op : plan.ops)
+      if (op.kind == OpKind::kComm) bytes.push_back(op.comm->spec.bytes);
+    EXPECT_EQ(bytes, (std::vector<uint64_t>{267'786u * 4, 131'584u * 4}));
+    EXPECT_EQ(plan.ops.size(), 90u);
+  }
+}
+
 TEST(ReplayPlan, iteration_is_chosen_by_its_marker) {
   Expected<convert::HostTrace> host =
       convert::read_host_trace(test::test_data("pytorch/pt2_et.json.gz"));
