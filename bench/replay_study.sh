@@ -14,7 +14,12 @@
 # heap, depending on the history of the process, and the page faults that follow cost the Python
 # process of the CNN's inference 3 to 4 ms per iteration more than the replay (13 against 9.5 ms of
 # CPU; 10.2 against 9.5 with the setting). REPLAY_STUDY_DEFAULT_MALLOC=1 leaves malloc as it is.
-# Usage: bench/replay_study.sh [build-dir] [iterations (10)] [rounds (2)]
+# With a batch scale K > 1 the models (and DDP) are first recorded afresh with K times their batch
+# (tests/replay/record_models.py --batch-scale K, into a scratch directory) and both sides run
+# those: what the Python program spends around the operators is about the same per step whatever
+# the batch, so the comparison at K = 1 (the tests' traces, steps of 0.4 to 11 ms) and at larger K
+# separates it from the operators' own time.
+# Usage: bench/replay_study.sh [build-dir] [iterations (10)] [rounds (2)] [batch scale (1)]
 set -euo pipefail
 # One thread for OpenBLAS too (libtorch multiplies through it when libopenblas0-pthread is
 # installed): torch.set_num_threads and --threads do not reach its pthreads, which otherwise run
@@ -26,11 +31,16 @@ fi
 build=${1:-build}
 iterations=${2:-10}
 rounds=${3:-2}
+scale=${4:-1}
 orrery="$build/orrery"
 python=/usr/bin/python3
 recorded=tests/data/pytorch/recorded
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+if [[ "$scale" != 1 ]]; then
+  recorded="$out/recorded"
+  "$python" tests/replay/record_models.py --out "$recorded" --batch-scale "$scale" 2>/dev/null
+fi
 printf 'topology: [ Ring ]\nnpus_count: [ 2 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n' \
   >"$out/net.yml"
 cat >"$out/sys.json" <<'JSON'
@@ -43,16 +53,18 @@ JSON
 malloc_state="thresholds fixed at 1 GiB"
 [[ -n "${MALLOC_MMAP_THRESHOLD_:-}" ]] || malloc_state="as glibc sets it"
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start;" \
-  "malloc $malloc_state"
-printf "%-18s %11s %11s %8s | %10s %10s %8s | %7s %7s | %11s %8s\n" model "orig wall" "replay" "diff" \
-  "orig CPU" "replay CPU" "diff" "cov #" "cov t" "simulated" "vs rep"
+  "malloc $malloc_state; batch scale $scale"
+printf "%-18s %11s %11s %8s | %10s %10s %8s | %7s %7s | %11s %8s | %s %s\n" model "orig wall" "replay" "diff" \
+  "orig CPU" "replay CPU" "diff" "cov #" "cov t" "simulated" "vs rep" "paired CPU diff, range" \
+  "| orig - replay CPU"
+echo "(paired: the median over rounds of each round's replay CPU median against that round's original's, and their range)"
 
 for model in mlp_train mlp_infer cnn_train cnn_infer transformer_train transformer_infer; do
   : >"$out/orig.samples"
   : >"$out/replay.samples"
   for round in $(seq "$rounds"); do
     "$python" tests/replay/record_models.py --measure "$model" --iterations "$iterations" \
-      >"$out/orig.$round.json"
+      --batch-scale "$scale" >"$out/orig.$round.json"
     "$orrery" replay "$recorded/$model/${model}_et.json.gz" \
       --profile "$recorded/$model/${model}_trace.json.gz" --threads 1 --warmup 5 \
       --iterations "$iterations" --emit-chakra "$out/$model" --json >"$out/replay.$round.json"
@@ -62,12 +74,14 @@ for model in mlp_train mlp_infer cnn_train cnn_infer transformer_train transform
   "$python" - "$out" "$model" "$rounds" <<'PY'
 import json, statistics, sys
 out, model, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-orig_wall, orig_cpu, rep_wall, rep_cpu = [], [], [], []
+orig_wall, orig_cpu, rep_wall, rep_cpu, paired = [], [], [], [], []
 for r in range(1, rounds + 1):
     o = json.load(open(f"{out}/orig.{r}.json"))
     orig_wall += o["samples_us"]; orig_cpu += o["cpu_samples_us"]
     p = json.load(open(f"{out}/replay.{r}.json"))
     rep_wall.append(p["iteration_wall_us"]["median"]); rep_cpu.append(p["iteration_cpu_us"]["median"])
+    # A round's two sides ran back to back: their ratio cancels the machine's slower drift.
+    paired.append(rep_cpu[-1] / statistics.median(o["cpu_samples_us"]) - 1)
 # The replay JSON holds medians per run; every run has the same number of iterations, so the
 # median of run medians stands for the median of samples.
 ow, oc = statistics.median(orig_wall), statistics.median(orig_cpu)
@@ -78,7 +92,9 @@ cov_t = last["coverage_by_time"]
 print(f"{model:<18} {ow/1000:9.2f}ms {rw/1000:9.2f}ms {100*(rw/ow-1):+7.1f}% | "
       f"{oc/1000:8.2f}ms {rc/1000:8.2f}ms {100*(rc/oc-1):+7.1f}% | "
       f"{100*last['coverage_by_count']:6.1f}% {100*cov_t if cov_t is not None else float('nan'):6.1f}% | "
-      f"{sim/1000:9.2f}ms {100*(sim/last['iteration_wall_us']['mean']-1):+7.1f}%")
+      f"{sim/1000:9.2f}ms {100*(sim/last['iteration_wall_us']['mean']-1):+7.1f}% | "
+      f"{100*statistics.median(paired):+7.1f}% {100*min(paired):+6.1f}..{100*max(paired):+.1f}% | "
+      f"{oc - rc:7.0f}us")
 PY
 done
 
@@ -88,7 +104,7 @@ echo "over Open MPI, mpirun -np 2), alternately, rounds x iterations"
 : >"$out/ddp.orig.samples"
 for round in $(seq "$rounds"); do
   "$python" tests/replay/record_models.py --measure ddp --iterations "$iterations" \
-    >"$out/ddp.orig.$round.json"
+    --batch-scale "$scale" >"$out/ddp.orig.$round.json"
   "$orrery" replay --dir "$recorded/ddp" --backend gloo --threads 1 --warmup 5 \
     --iterations "$iterations" --emit-chakra "$out/ddp" --json >"$out/ddp.gloo.$round.json"
   mpirun --allow-run-as-root --oversubscribe -np 2 "$orrery" replay --dir "$recorded/ddp" \

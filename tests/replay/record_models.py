@@ -4,6 +4,7 @@
 Run with Debian's interpreter, so that Debian's python3-torch (1.13, CPU) is the torch imported:
     /usr/bin/python3 tests/replay/record_models.py [--out DIR] [MODEL ...]
     /usr/bin/python3 tests/replay/record_models.py --measure MODEL [--iterations N]
+    (both take --batch-scale K: K times each model's batch; tests/data holds K = 1)
 
 Each model is an MLP, a small CNN or a transformer encoder block, in training (SGD with momentum)
 or inference (eval mode, torch.inference_mode). For each, after 5 warm-up iterations, the profiler
@@ -51,28 +52,29 @@ def observer_class():
     return getattr(profiler, "ExecutionTraceObserver", None) or profiler.ExecutionGraphObserver
 
 
-def build(name, seed=0):
-    """The model, its step function (one iteration) and whether it trains."""
+def build(name, seed=0, scale=1):
+    """The model, its step function (one iteration) and whether it trains; `scale` multiplies
+    the batch."""
     torch.manual_seed(seed)
     kind, mode = name.rsplit("_", 1) if name != "ddp" else ("mlp", "train")
     if kind == "mlp":
         model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                               nn.Linear(512, 10))
-        x = torch.randn(32, 256)
-        target = torch.randint(0, 10, (32,))
+        x = torch.randn(32 * scale, 256)
+        target = torch.randint(0, 10, (32 * scale,))
         loss_of = lambda out: F.cross_entropy(out, target)
     elif kind == "cnn":
         model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
                               nn.MaxPool2d(2), nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64),
                               nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * 8 * 8, 10))
-        x = torch.randn(16, 3, 32, 32)
-        target = torch.randint(0, 10, (16,))
+        x = torch.randn(16 * scale, 3, 32, 32)
+        target = torch.randint(0, 10, (16 * scale,))
         loss_of = lambda out: F.cross_entropy(out, target)
     elif kind == "transformer":
         model = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512,
                                            dropout=0.1, batch_first=True)
-        x = torch.randn(2, 64, 128)
-        target = torch.randn(2, 64, 128)
+        x = torch.randn(2 * scale, 64, 128)
+        target = torch.randn(2 * scale, 64, 128)
         loss_of = lambda out: F.mse_loss(out, target)
     else:
         raise SystemExit(f"unknown model {name}")
@@ -140,14 +142,14 @@ def measure(step, iterations):
     return samples, cpu
 
 
-def ddp_worker(rank, port, out_dir, iterations, results):
+def ddp_worker(rank, port, out_dir, iterations, results, scale):
     import torch.distributed as dist
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
     dist.init_process_group("gloo", rank=rank, world_size=2)
-    model, x, loss_of, _ = build("ddp", seed=0)
+    model, x, loss_of, _ = build("ddp", seed=0, scale=scale)
     torch.manual_seed(rank + 1)  # each rank its own batch
     x = torch.randn_like(x)
     ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.5)
@@ -163,12 +165,13 @@ def ddp_worker(rank, port, out_dir, iterations, results):
     dist.destroy_process_group()
 
 
-def run_ddp(out_dir, iterations=0):
+def run_ddp(out_dir, iterations=0, scale=1):
     import torch.multiprocessing as mp
     context = mp.get_context("fork")
     results = context.Queue()
     port = 29500 + os.getpid() % 1000
-    workers = [context.Process(target=ddp_worker, args=(rank, port, out_dir, iterations, results))
+    workers = [context.Process(target=ddp_worker, args=(rank, port, out_dir, iterations, results,
+                                                              scale))
                for rank in range(2)]
     for worker in workers:
         worker.start()
@@ -187,14 +190,17 @@ def main():
                                                       "pytorch", "recorded"))
     parser.add_argument("--measure", metavar="MODEL")
     parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--batch-scale", type=int, default=1, metavar="K",
+                        help="K times each model's batch (the traces in tests/data are K = 1)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
     if args.measure:
         if args.measure == "ddp":
-            samples, cpu = run_ddp(None, args.iterations)
+            samples, cpu = run_ddp(None, args.iterations, args.batch_scale)
         else:
-            samples, cpu = measure(make_step(*build(args.measure)), args.iterations)
+            samples, cpu = measure(make_step(*build(args.measure, scale=args.batch_scale)),
+                                   args.iterations)
         print(json.dumps({"model": args.measure, "median_us": statistics.median(samples),
                           "cpu_median_us": statistics.median(cpu), "samples_us": samples,
                           "cpu_samples_us": cpu, "torch": torch.__version__, "threads": 1}))
@@ -203,9 +209,9 @@ def main():
         out_dir = os.path.join(args.out, name)
         os.makedirs(out_dir, exist_ok=True)
         if name == "ddp":
-            run_ddp(out_dir)
+            run_ddp(out_dir, scale=args.batch_scale)
         else:
-            record(make_step(*build(name)), os.path.join(out_dir, f"{name}_et.json.gz"),
+            record(make_step(*build(name, scale=args.batch_scale)), os.path.join(out_dir, f"{name}_et.json.gz"),
                    os.path.join(out_dir, f"{name}_trace.json.gz"))
         print(f"recorded {name} in {out_dir}", file=sys.stderr)
 
