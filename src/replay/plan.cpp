@@ -619,7 +619,9 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
       const auto found = children.find(ops[queue[head]].id);
       if (found == children.end()) continue;
       if (convert::is_backend_comm_op(ops[queue[head]].name)) {
-        stack.insert(stack.end(), found->second.rbegin(), found->second.rend());
+        // Its GPU entries (a linked trace's kernels) are its own.
+        for (auto child = found->second.rbegin(); child != found->second.rend(); ++child)
+          if (ops[*child].kind != HostOpKind::kGpuOp) stack.push_back(*child);
       } else {
         queue.insert(queue.end(), found->second.begin(), found->second.end());
       }
