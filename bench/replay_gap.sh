@@ -11,13 +11,16 @@
 #             from Python, as et_replay replays a trace
 #   replay    orrery replay of the recorded trace
 # Prints each round and the medians of process CPU time per step, in microseconds.
+# With a batch scale K > 1 every way runs K times the batch: the trace is recorded afresh
+# (record_models.py --batch-scale K) and torch.ops is left out.
 # Usage: bench/replay_gap.sh [build-dir] [rounds (5)] [steps per round (100)]
-#                            [model: mlp_train (default) or transformer_train]
+#                            [model: mlp_train (default) or transformer_train] [batch scale (1)]
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-5}
 steps=${3:-100}
 model=${4:-mlp_train}
+scale=${5:-1}
 case "$model" in
   mlp_train) cxx_step=mlp_step ;;
   transformer_train) cxx_step=transformer_step ;;
@@ -31,15 +34,21 @@ trap 'rm -rf "$scratch"' EXIT
 cmake -S "$here/replay_gap" -B "$scratch/b" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$scratch/b" >/dev/null
 trace=tests/data/pytorch/recorded/$model/${model}_et.json.gz
+if [[ "$scale" != 1 ]]; then
+  "$python" tests/replay/record_models.py --out "$scratch/recorded" --batch-scale "$scale" \
+    "$model" 2>/dev/null
+  trace=$scratch/recorded/$model/${model}_et.json.gz
+fi
 : >"$scratch/rows"
-echo "$model; machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo "$model, batch x$scale; machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 printf "%-6s %10s %10s %10s %10s\n" round pytorch "c++" torch.ops replay
 for round in $(seq "$rounds"); do
-  pytorch=$("$python" tests/replay/record_models.py --measure "$model" --iterations "$steps" |
+  pytorch=$("$python" tests/replay/record_models.py --measure "$model" --iterations "$steps" \
+    --batch-scale "$scale" |
     "$python" -c "import json, sys; print(json.load(sys.stdin)['cpu_median_us'])")
-  cxx=$("$scratch/b/$cxx_step" "$steps")
+  cxx=$("$scratch/b/$cxx_step" "$steps" "$scale")
   ops=nan
-  [[ "$model" != mlp_train ]] || ops=$("$python" "$here/replay_gap/ops_step.py" "$steps")
+  [[ "$model" != mlp_train || "$scale" != 1 ]] || ops=$("$python" "$here/replay_gap/ops_step.py" "$steps")
   replay=$("$build/orrery" replay "$trace" --threads 1 --warmup 5 --iterations "$steps" --json -q |
     "$python" -c "import json, sys; print(json.load(sys.stdin)['iteration_cpu_us']['median'])")
   echo "$pytorch $cxx $ops $replay" >>"$scratch/rows"

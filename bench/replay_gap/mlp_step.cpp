@@ -13,8 +13,9 @@ int main(int argc, char** argv) {
   torch::nn::Sequential model(torch::nn::Linear(256, 512), torch::nn::ReLU(),
                               torch::nn::Linear(512, 512), torch::nn::ReLU(),
                               torch::nn::Linear(512, 10));
-  const torch::Tensor x = torch::randn({32, 256});
-  const torch::Tensor target = torch::randint(0, 10, {32});
+  const int64_t scale = argc > 2 ? std::atoi(argv[2]) : 1;  // times the batch
+  const torch::Tensor x = torch::randn({32 * scale, 256});
+  const torch::Tensor target = torch::randint(0, 10, {32 * scale});
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   auto step = [&] {
     optimizer.zero_grad();

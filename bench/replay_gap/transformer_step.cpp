@@ -15,8 +15,9 @@ int main(int argc, char** argv) {
   torch::nn::TransformerEncoderLayer model(
       torch::nn::TransformerEncoderLayerOptions(128, 4).dim_feedforward(512).dropout(0.1));
   model->train();
-  const torch::Tensor x = torch::randn({64, 2, 128});
-  const torch::Tensor target = torch::randn({64, 2, 128});
+  const int64_t scale = argc > 2 ? std::atoi(argv[2]) : 1;  // times the batch
+  const torch::Tensor x = torch::randn({64, 2 * scale, 128});
+  const torch::Tensor target = torch::randn({64, 2 * scale, 128});
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   auto step = [&] {
     optimizer.zero_grad();
