@@ -18,6 +18,7 @@
 #include "hardware/nccl_tests_file.h"
 #include "hardware/preset.h"
 #include "network/graph_yaml.h"
+#include "system/nccl_model.h"
 #include "system/system_config.h"
 
 namespace orrery::cli {
@@ -40,6 +41,8 @@ struct CollectiveOptions {
   std::string timing = "astra-sim";
   bool json = false;
   bool algorithms = false;  // the nccl model's choice per size, beside nccl-tests' columns
+  std::string nccl_algo;    // NCCL_ALGO's list
+  std::string nccl_proto;   // NCCL_PROTO's list
 };
 
 // "ring LL", "nvls Simple"; "-" when the op does not run under the nccl model.
@@ -141,6 +144,14 @@ int run(const CollectiveOptions& options) {
   if (!op) return report_error(op.error());
   Expected<hw::BenchMachine> machine = machine_of(options);
   if (!machine) return report_error(machine.error());
+  if (!options.nccl_algo.empty() || !options.nccl_proto.empty()) {
+    sys::SystemConfig system = *machine->system;
+    if (Status status = sys::restrict_nccl(system, options.nccl_algo, options.nccl_proto);
+        !status) {
+      return report_error(status.error());
+    }
+    machine->system = std::make_shared<const sys::SystemConfig>(std::move(system));
+  }
   const uint32_t ranks = machine->network->logical.rank_count();
 
   std::vector<hw::MeasuredRow> measured;
@@ -269,6 +280,12 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--algorithms", options->algorithms,
                 "also the algorithm and protocol the nccl model picks per size (a column; with "
                 "--json, keys algorithm and protocol), as NCCL_DEBUG_SUBSYS=TUNING reports them");
+  cmd->add_option("--nccl-algo", options->nccl_algo,
+                  "the algorithms the nccl model may pick, as NCCL_ALGO lists them: ring, tree, "
+                  "nvls, nvlstree, comma-separated, or ^ and those left out (e.g. ^nvls)");
+  cmd->add_option("--nccl-proto", options->nccl_proto,
+                  "the protocols it may pick, as NCCL_PROTO lists them: LL, LL128, Simple (e.g. "
+                  "^LL128)");
   cmd->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

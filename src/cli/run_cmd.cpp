@@ -25,6 +25,7 @@
 #include "sim/simulation.h"
 #include "system/collective.h"
 #include "system/collective_engine.h"
+#include "system/nccl_model.h"
 
 namespace orrery::cli {
 
@@ -47,11 +48,27 @@ struct RunOptions {
   std::string hardware;
   uint32_t nodes = 1;
   std::string nic;
+  std::string nccl_algo;   // NCCL_ALGO's list
+  std::string nccl_proto;  // NCCL_PROTO's list
   std::string jobs;
 };
 
 std::string ns_text(SimTime time) {
   return format_count(static_cast<uint64_t>(time.ns_truncated()));
+}
+
+// --nccl-algo and --nccl-proto: the system, loaded here, with its nccl tuning restricted.
+Status restrict_nccl(RunOptions& options) {
+  if (options.nccl_algo.empty() && options.nccl_proto.empty()) return Status::ok();
+  sim::RunConfig& config = options.config;
+  Expected<sys::SystemConfig> system = config.system_config
+                                           ? Expected<sys::SystemConfig>(*config.system_config)
+                                           : sys::load_system_config(config.system);
+  if (!system) return system.error();
+  if (Status status = sys::restrict_nccl(*system, options.nccl_algo, options.nccl_proto); !status)
+    return status;
+  config.system_config = std::make_shared<const sys::SystemConfig>(std::move(*system));
+  return Status::ok();
 }
 
 // --hardware NAME_OR_FILE [--nodes N] [--nic KIND] in place of -s and -n.
@@ -86,10 +103,12 @@ Status resolve_machine(RunOptions& options) {
 int run_jobs(RunOptions& options) {
   const sim::RunConfig& config = options.config;
   if (!config.workload.empty() || !config.system.empty() || !config.network.empty() ||
-      !options.hardware.empty() || !config.perturbation.empty()) {
+      !options.hardware.empty() || !config.perturbation.empty() || !options.nccl_algo.empty() ||
+      !options.nccl_proto.empty()) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,
                                     "--jobs names each job's workload and system and the network: "
-                                    "give none of -w, -s, -n, --hardware or --perturb with it"));
+                                    "give none of -w, -s, -n, --hardware, --perturb, --nccl-algo "
+                                    "or --nccl-proto with it"));
   }
   const auto started = std::chrono::steady_clock::now();
   sim::RunSettings settings;
@@ -138,6 +157,7 @@ int run(RunOptions& options) {
         Error::make(ErrorKind::kInvalidArgument, "give the workload (-w PREFIX), or --jobs FILE"));
   }
   if (Status status = resolve_machine(options); !status) return report_error(status.error());
+  if (Status status = restrict_nccl(options); !status) return report_error(status.error());
   // Hardware entries of --perturb may name presets: one node's system of each.
   options.config.presets = [](const std::string& name) -> Expected<sys::SystemConfig> {
     Expected<hw::HardwarePreset> preset = hw::load_preset(name);
@@ -316,6 +336,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "file, in place of -s and -n (docs/hardware.md)");
   cmd->add_option("--nodes", options->nodes, "--hardware: nodes (default 1)")
       ->check(CLI::Range(1, 65536));
+  cmd->add_option("--nccl-algo", options->nccl_algo,
+                  "the algorithms the nccl collective model may pick, as NCCL_ALGO lists them: "
+                  "ring, tree, nvls, nvlstree, comma-separated, or ^ and those left out");
+  cmd->add_option("--nccl-proto", options->nccl_proto,
+                  "the protocols it may pick, as NCCL_PROTO lists them: LL, LL128, Simple");
   cmd->add_option("--nic", options->nic,
                   "--hardware: NIC kind (hdr200x8, ndr400x8, roce400x8, efa100x32, tcpxo200x8; "
                   "default: the preset's)");

@@ -6,11 +6,13 @@
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "hardware/embedded_presets.h"
 #include "network/yaml_text.h"
+#include "system/nccl_model.h"
 
 namespace orrery::hw {
 
@@ -156,10 +158,11 @@ class Reader {
 
 Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) {
   constexpr std::string_view w = "nccl";
-  if (Status s = in.keys(map, w,
-                         {"launch_us", "channels", "ring_efficiency", "ll_fraction",
-                          "ll128_channel_gbps", "nvlink_hop_us", "net_hop_us", "nvls_efficiency",
-                          "nvls_latency_us", "nvls_channels", "nvls_chunk_bytes", "nvls_chunk_us"});
+  if (Status s =
+          in.keys(map, w,
+                  {"launch_us", "channels", "ring_efficiency", "ll_fraction", "ll128_channel_gbps",
+                   "nvlink_hop_us", "net_hop_us", "nvls_efficiency", "nvls_latency_us",
+                   "nvls_channels", "nvls_chunk_bytes", "nvls_chunk_us", "algo", "proto"});
       !s) {
     return s;
   }
@@ -182,6 +185,16 @@ Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) 
              in.whole(map, w, "nvls_chunk_bytes", 4096, 1u << 26, false, out.nvls_chunk_bytes));
   ORRERY_TRY(out.nvls_chunk_us,
              in.number(map, w, "nvls_chunk_us", 0, 1e3, false, out.nvls_chunk_us));
+  // NCCL_ALGO and NCCL_PROTO, in their syntax (a machine whose NCCL runs with them set).
+  for (const auto& [key, parse, target] :
+       {std::tuple{"algo", &sys::parse_nccl_algorithms, &out.algorithms},
+        std::tuple{"proto", &sys::parse_nccl_protocols, &out.protocols}}) {
+    ORRERY_TRY(const std::string list, in.text(map, w, key, false));
+    if (list.empty()) continue;
+    Expected<uint8_t> bits = parse(list);
+    if (!bits) return in.fail(map[key], Reader::path(w, key), bits.error().message());
+    *target = *bits;
+  }
   return Status::ok();
 }
 

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "core/error.h"
 #include "core/time.h"
 #include "network/topology.h"
 #include "system/system_config.h"
@@ -106,6 +107,9 @@ class PhaseRun {
   void expect_from_switch();
   // The phase is over at this member: the stream moves on to its next phase or completes.
   void finish();
+  // Stops the run with `error`: the phase cannot run (nccl, when NCCL_ALGO and NCCL_PROTO leave
+  // it no algorithm). Nothing else may follow in the call.
+  void fail(Error error);
 
  private:
   friend class CollectiveEngine;

@@ -793,6 +793,8 @@ void PhaseRun::after_delay(SimTime delay) {
                                         stream_id_);
 }
 
+void PhaseRun::fail(Error error) { engine_->fail(std::move(error)); }
+
 const SystemConfig& PhaseRun::system() const { return engine_->config_; }
 
 const net::Topology& PhaseRun::topology() const { return engine_->topology_; }

@@ -1,7 +1,9 @@
 #include "system/nccl_model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <optional>
 
 namespace orrery::sys {
 
@@ -250,7 +252,140 @@ void add_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const N
   }
 }
 
+// NCCL_ALGO / NCCL_PROTO's list syntax: names separated by commas, any case, or "^" and the
+// names left out. `bit_of` maps a lower-case name to its bit, or an error message.
+template <typename BitOf>
+Expected<uint8_t> parse_allowed(std::string_view list, std::string_view what, BitOf&& bit_of) {
+  std::string text;
+  for (char c : list) {
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      text += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  const bool exclude = !text.empty() && text.front() == '^';
+  if (exclude) text.erase(0, 1);
+  if (text.empty()) {
+    return Error::make(ErrorKind::kInvalidArgument, "{} '{}': no names", what, list);
+  }
+  uint8_t named = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, end - start);
+    if (name.empty()) {
+      return Error::make(ErrorKind::kInvalidArgument, "{} '{}': an empty name", what, list);
+    }
+    Expected<uint8_t> bit = bit_of(name);
+    if (!bit) return bit.error().with_context(fmt::format("{} '{}'", what, list));
+    named |= *bit;
+    start = end + 1;
+  }
+  return exclude ? static_cast<uint8_t>(~named) : named;
+}
+
+uint8_t bit(NcclAlgorithm algorithm) {
+  return static_cast<uint8_t>(1u << static_cast<int>(algorithm));
+}
+uint8_t bit(NcclProtocol protocol) {
+  return static_cast<uint8_t>(1u << static_cast<int>(protocol));
+}
+
+template <typename Enum>
+std::string names_in(uint8_t bits, std::initializer_list<Enum> all,
+                     std::string_view (*name)(Enum)) {
+  std::string out;
+  for (Enum value : all) {
+    if (bits & bit(value)) out += (out.empty() ? "" : ",") + std::string(name(value));
+  }
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
+
+Expected<uint8_t> parse_nccl_algorithms(std::string_view list) {
+  return parse_allowed(list, "NCCL_ALGO", [](const std::string& name) -> Expected<uint8_t> {
+    if (name == "ring") return bit(NcclAlgorithm::kRing);
+    if (name == "tree") return bit(NcclAlgorithm::kTree);
+    if (name == "nvls") return bit(NcclAlgorithm::kNvls);
+    if (name == "nvlstree" || name == "nvls-tree") return bit(NcclAlgorithm::kNvlsTree);
+    if (name == "collnet" || name == "collnetdirect" || name == "collnetchain" || name == "pat") {
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "'{}' is NCCL's but not modelled (ring, tree, nvls, nvlstree are)", name);
+    }
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "unknown algorithm '{}' (expected ring, tree, nvls or nvlstree)", name);
+  });
+}
+
+Expected<uint8_t> parse_nccl_protocols(std::string_view list) {
+  return parse_allowed(list, "NCCL_PROTO", [](const std::string& name) -> Expected<uint8_t> {
+    if (name == "ll") return bit(NcclProtocol::kLL);
+    if (name == "ll128") return bit(NcclProtocol::kLL128);
+    if (name == "simple") return bit(NcclProtocol::kSimple);
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "unknown protocol '{}' (expected LL, LL128 or Simple)", name);
+  });
+}
+
+std::string nccl_allowed_text(const NcclTuning& tuning) {
+  return fmt::format(
+      "NCCL_ALGO={} NCCL_PROTO={}",
+      names_in(tuning.algorithms,
+               {NcclAlgorithm::kRing, NcclAlgorithm::kTree, NcclAlgorithm::kNvls,
+                NcclAlgorithm::kNvlsTree},
+               nccl_algorithm_name),
+      names_in(tuning.protocols, {NcclProtocol::kLL, NcclProtocol::kLL128, NcclProtocol::kSimple},
+               nccl_protocol_name));
+}
+
+bool uses_nccl(const SystemConfig& system) {
+  for (const std::vector<Algorithm>* list :
+       {&system.all_reduce, &system.all_gather, &system.reduce_scatter, &system.all_to_all}) {
+    for (const Algorithm& algorithm : *list) {
+      if (algorithm.kind == AlgorithmKind::kNccl) return true;
+    }
+  }
+  return false;
+}
+
+Status restrict_nccl(SystemConfig& system, std::string_view algo, std::string_view proto,
+                     std::string_view flag_algo, std::string_view flag_proto) {
+  if (algo.empty() && proto.empty()) return Status::ok();
+  const std::string_view flag = algo.empty() ? flag_proto : flag_algo;
+  if (!uses_nccl(system)) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "{}: no collective of the system {} runs the nccl algorithm", flag,
+                       system.path.empty() ? std::string("given") : system.path);
+  }
+  if (!algo.empty()) {
+    Expected<uint8_t> bits = parse_nccl_algorithms(algo);
+    if (!bits) return bits.error().with_context(flag_algo);
+    system.nccl.algorithms = *bits;
+  }
+  if (!proto.empty()) {
+    Expected<uint8_t> bits = parse_nccl_protocols(proto);
+    if (!bits) return bits.error().with_context(flag_proto);
+    system.nccl.protocols = *bits;
+  }
+  return Status::ok();
+}
+
+std::string_view nccl_op_name(NcclOp op) {
+  switch (op) {
+    case NcclOp::kAllReduce:
+      return "all-reduce";
+    case NcclOp::kAllGather:
+      return "all-gather";
+    case NcclOp::kReduceScatter:
+      return "reduce-scatter";
+    case NcclOp::kAllToAll:
+      return "all-to-all";
+    case NcclOp::kBroadcast:
+      return "broadcast";
+    case NcclOp::kReduce:
+      return "reduce";
+  }
+  return "unknown";
+}
 
 std::string_view nccl_algorithm_name(NcclAlgorithm algorithm) {
   switch (algorithm) {
@@ -315,11 +450,21 @@ NcclEstimate nccl_estimate(NcclOp op, uint64_t bytes, const NcclFabric& fabric,
                            const NcclTuning& tuning) {
   const std::vector<NcclEstimate> all = nccl_candidates(op, bytes, fabric, tuning);
   if (all.empty()) return {};
-  size_t best = 0;
-  for (size_t idx = 1; idx < all.size(); ++idx) {
-    if (all[idx].predicted_us < all[best].predicted_us) best = idx;
+  const bool restricted = op != NcclOp::kAllToAll;  // grouped sends and receives
+  std::optional<size_t> best;
+  for (size_t idx = 0; idx < all.size(); ++idx) {
+    if (restricted && (!(tuning.algorithms & bit(all[idx].algorithm)) ||
+                       !(tuning.protocols & bit(all[idx].protocol)))) {
+      continue;
+    }
+    if (!best || all[idx].predicted_us < all[*best].predicted_us) best = idx;
   }
-  return all[best];
+  if (!best) {
+    NcclEstimate none;
+    none.available = false;
+    return none;
+  }
+  return all[*best];
 }
 
 }  // namespace orrery::sys

@@ -24,9 +24,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "network/topology.h"
 #include "system/system_config.h"
 
@@ -45,6 +47,26 @@ enum class NcclProtocol : uint8_t { kLL, kLL128, kSimple };
 
 std::string_view nccl_algorithm_name(NcclAlgorithm algorithm);  // "ring", "tree", "nvls", ...
 std::string_view nccl_protocol_name(NcclProtocol protocol);     // "LL", "LL128", "Simple"
+std::string_view nccl_op_name(NcclOp op);                       // "all-reduce", ...
+
+// NCCL_ALGO and NCCL_PROTO: the algorithms and protocols NCCL may pick (NcclTuning::algorithms
+// and ::protocols). NCCL's syntax: names separated by commas, in any case, or "^" and the names
+// left out. Algorithms: ring, tree, nvls, nvlstree (or nvls-tree); NCCL's collnetdirect,
+// collnetchain and pat are refused as not modelled. Protocols: LL, LL128, Simple. All-to-all is
+// grouped sends and receives, which neither restricts. Errors: kInvalidArgument naming the name.
+Expected<uint8_t> parse_nccl_algorithms(std::string_view list);
+Expected<uint8_t> parse_nccl_protocols(std::string_view list);
+// "NCCL_ALGO=ring,tree NCCL_PROTO=LL,LL128,Simple": what `tuning` allows, for messages.
+std::string nccl_allowed_text(const NcclTuning& tuning);
+// Whether any collective of `system` runs the nccl algorithm.
+bool uses_nccl(const SystemConfig& system);
+// `algo` and `proto` (NCCL_ALGO's and NCCL_PROTO's syntax; an empty one changes nothing) applied
+// to `system`'s nccl tuning, as `flag_algo` and `flag_proto` name them in errors. Errors:
+// kInvalidArgument for a bad list, or when no collective of `system` runs the nccl algorithm (the
+// restriction would change nothing).
+Status restrict_nccl(SystemConfig& system, std::string_view algo, std::string_view proto,
+                     std::string_view flag_algo = "--nccl-algo",
+                     std::string_view flag_proto = "--nccl-proto");
 
 // The machine as NCCL sees it: ranks over nodes of equal size, and the link bandwidths in
 // decimal GB/s (10^9 bytes per second) per direction.
@@ -61,15 +83,19 @@ struct NcclEstimate {
   double time_us = 0;       // what the machine takes (NcclTuning)
   double predicted_us = 0;  // what NCCL's tuning constants predict (the choice's criterion)
   double busbw_gbps = 0;    // the bus bandwidth the time assumes beyond its latency
+  // false: the tuning's NCCL_ALGO and NCCL_PROTO leave no pair for the call (NCCL fails it).
+  bool available = true;
 };
 
 // Every pair NCCL may run for `op` on `fabric`, in a fixed order (ring LL, LL128, Simple, then
-// tree, NVLS, NVLS-tree where they apply; all-to-all: direct Simple only).
+// tree, NVLS, NVLS-tree where they apply; all-to-all: direct Simple only), whether or not the
+// tuning's NCCL_ALGO and NCCL_PROTO allow it.
 std::vector<NcclEstimate> nccl_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric,
                                           const NcclTuning& tuning);
 
-// The pair NCCL picks (least predicted_us; the first of equals) and its time. One rank (or an
-// empty fabric) takes no time.
+// The pair NCCL picks (least predicted_us among those the tuning allows; the first of equals)
+// and its time; `available` false when it allows none. One rank (or an empty fabric) takes no
+// time.
 NcclEstimate nccl_estimate(NcclOp op, uint64_t bytes, const NcclFabric& fabric,
                            const NcclTuning& tuning);
 

@@ -81,6 +81,10 @@ struct NcclTuning {
   uint32_t nvls_chunk_bytes = 131072;  // NCCL_NVLS_CHUNKSIZE, the largest chunk
   double nvls_chunk_us = 0;            // sync per chunk and channel (0: chunks cost nothing)
   double net_efficiency = 0.9;         // network bandwidth achieved / NIC line rate
+  // NCCL_ALGO and NCCL_PROTO: the algorithms and protocols NCCL may pick, one bit per
+  // sys::NcclAlgorithm and sys::NcclProtocol value (nccl_model.h); all by default.
+  uint8_t algorithms = 0xff;
+  uint8_t protocols = 0xff;
   bool operator==(const NcclTuning&) const = default;
 };
 

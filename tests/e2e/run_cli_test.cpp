@@ -249,7 +249,8 @@ TEST(RunCli, jobs_share_a_network_and_report_their_slowdown_and_shared_links) {
   for (const auto& link : json["links"]) EXPECT_EQ(link["jobs"].size(), 1u) << link.dump();
   // -w is not for --jobs.
   expect_failure(run_orrery({"run", "--jobs", dir.file("jobs.yaml"), "-w", dir.file("a/w")}),
-                 "give none of -w, -s, -n, --hardware or --perturb with it");
+                 "give none of -w, -s, -n, --hardware, --perturb, --nccl-algo or --nccl-proto "
+                 "with it");
   expect_failure(run_orrery({"run", "-s", "sys.json", "-n", "net.yml"}),
                  "give the workload (-w PREFIX), or --jobs FILE");
 }

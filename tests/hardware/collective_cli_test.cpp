@@ -158,5 +158,71 @@ TEST(RunHardware, a_trace_runs_on_a_preset_in_place_of_system_and_network) {
   std::filesystem::remove_all(dir);
 }
 
+double simulated_ns(const std::string& out) {
+  const size_t at = out.find("simulated time");
+  std::string digits;
+  for (size_t idx = at; at != std::string::npos && idx < out.size() && out[idx] != 'n'; ++idx) {
+    if (std::isdigit(static_cast<unsigned char>(out[idx])) != 0) digits += out[idx];
+  }
+  return digits.empty() ? -1 : std::stod(digits);
+}
+
+TEST(NcclRestriction, nccl_algo_and_nccl_proto_restrict_the_pick_in_collective_and_run) {
+  // Two A100 nodes at 1 MiB: NCCL's pick is the LL128 tree; LL only makes it the LL tree.
+  const std::vector<std::string> base = {"collective", "--hardware", "dgx-a100", "--nodes",     "2",
+                                         "-b",         "1M",         "--json",   "--algorithms"};
+  CommandResult r = orrery(base);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json free_pick = nlohmann::json::parse(r.out)[0];
+  EXPECT_EQ(free_pick["protocol"], "LL128");
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--nccl-proto", "LL"});
+  r = orrery(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json ll = nlohmann::json::parse(r.out)[0];
+  EXPECT_EQ(ll["algorithm"], "tree");
+  EXPECT_EQ(ll["protocol"], "LL");
+  EXPECT_NE(ll["time_us"], free_pick["time_us"]);
+  // `run` takes the same restriction, for a preset and for an ASTRA-sim system file.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("orrery-nccl-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string prefix = (dir / "ar").string();
+  ASSERT_EQ(orrery({"gen", "microbench", "--collective", "all-reduce", "--size", "1MiB", "--ranks",
+                    "16", "-o", prefix})
+                .exit_code,
+            0);
+  r = orrery(
+      {"run", "--hardware", "dgx-a100", "--nodes", "2", "-w", prefix, "-q", "--nccl-proto", "LL"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NEAR(simulated_ns(r.out), ll["time_us"].get<double>() * 1e3, 1.0);
+  // NCCL fails a call its NCCL_ALGO leaves no algorithm for: so does the run.
+  r = orrery({"collective", "--hardware", "dgx-a100", "--op", "all-gather", "-b", "1M",
+              "--nccl-algo", "tree"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err,
+                  "nccl: NCCL_ALGO=tree NCCL_PROTO=LL,LL128,Simple leaves no algorithm and "
+                  "protocol for all-gather of 1048576 bytes over 8 ranks on 1 node(s)");
+  r = orrery({"collective", "--hardware", "dgx-a100", "-b", "1M", "--nccl-algo", "ring,pat"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "--nccl-algo: NCCL_ALGO 'ring,pat': 'pat' is NCCL's but not modelled");
+  r = orrery({"collective", "--hardware", "dgx-a100", "-b", "1M", "--nccl-proto", "LL256"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "--nccl-proto: NCCL_PROTO 'LL256': unknown protocol 'll256'");
+  // A system whose collectives are ASTRA-sim's own: the restriction would change nothing.
+  const std::string data = ORRERY_TEST_DATA_DIR;
+  const std::string system = data + "/astra-sim/configs/HGX-H100-validated.json";
+  r = orrery({"collective", "-s", system, "-n", data + "/network/HGX-H100-validated.yml", "-b",
+              "1M", "--nccl-algo", "ring"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(
+      r.err, "--nccl-algo: no collective of the system " + system + " runs the nccl algorithm");
+  r = orrery({"run", "-s", system, "-n", data + "/network/HGX-H100-validated.yml", "-w", prefix,
+              "--nccl-proto", "LL"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "--nccl-proto: no collective of the system");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace collective_cli_test
 }  // namespace orrery

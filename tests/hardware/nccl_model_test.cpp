@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string_view>
 #include <utility>
 
 #include "system/nccl_model.h"
@@ -287,6 +288,70 @@ TEST(NcclModel, across_nodes_the_choice_counts_a_ring_per_rail_and_the_trees_own
     }
   }
   EXPECT_TRUE(ndr_ll128);
+}
+
+TEST(NcclModel, nccl_algo_and_nccl_proto_lists_read_as_nccl_reads_them) {
+  const auto algorithms = [](std::string_view list) { return parse_nccl_algorithms(list); };
+  const auto bit = [](auto value) { return static_cast<uint8_t>(1u << static_cast<int>(value)); };
+  EXPECT_EQ(*algorithms("Ring,Tree"), bit(NcclAlgorithm::kRing) | bit(NcclAlgorithm::kTree));
+  EXPECT_EQ(*algorithms(" nvls , NVLSTree"),
+            bit(NcclAlgorithm::kNvls) | bit(NcclAlgorithm::kNvlsTree));
+  EXPECT_EQ(*algorithms("nvls-tree"), bit(NcclAlgorithm::kNvlsTree));
+  EXPECT_EQ(*algorithms("^nvls"), static_cast<uint8_t>(~bit(NcclAlgorithm::kNvls)));
+  EXPECT_EQ(*parse_nccl_protocols("LL,ll128"), bit(NcclProtocol::kLL) | bit(NcclProtocol::kLL128));
+  EXPECT_EQ(*parse_nccl_protocols("^Simple"), static_cast<uint8_t>(~bit(NcclProtocol::kSimple)));
+  for (const char* bad : {"", "^", "ring,", "ring,,tree", "rings"}) {
+    Expected<uint8_t> parsed = algorithms(bad);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_NE(parsed.error().message().find("NCCL_ALGO '"), std::string::npos)
+        << parsed.error().message();
+  }
+  Expected<uint8_t> collnet = algorithms("tree,CollNetDirect");
+  ASSERT_FALSE(collnet);
+  EXPECT_NE(collnet.error().message().find("'collnetdirect' is NCCL's but not modelled"),
+            std::string::npos)
+      << collnet.error().message();
+  Expected<uint8_t> proto = parse_nccl_protocols("LL64");
+  ASSERT_FALSE(proto);
+  EXPECT_NE(proto.error().message().find("unknown protocol 'll64'"), std::string::npos)
+      << proto.error().message();
+  NcclTuning tuning;
+  tuning.algorithms = *algorithms("ring,tree");
+  tuning.protocols = *parse_nccl_protocols("^LL128");
+  EXPECT_EQ(nccl_allowed_text(tuning), "NCCL_ALGO=ring,tree NCCL_PROTO=LL,Simple");
+}
+
+TEST(NcclModel, the_choice_keeps_to_what_nccl_algo_and_nccl_proto_allow) {
+  NcclTuning tuning;
+  const uint64_t bytes = uint64_t{1} << 30;
+  const double size = static_cast<double>(bytes);
+  // LL only: the LL ring at a quarter of Simple's bandwidth, even for 1 GiB.
+  tuning.protocols = *parse_nccl_protocols("LL");
+  const NcclEstimate ll = nccl_estimate(NcclOp::kAllReduce, bytes, node(300), tuning);
+  EXPECT_TRUE(ll.available);
+  EXPECT_EQ(ll.algorithm, NcclAlgorithm::kRing);
+  EXPECT_EQ(ll.protocol, NcclProtocol::kLL);
+  EXPECT_NEAR(ll.time_us, tuning.launch_us + 3.6 + 14 * 0.47 + 1.75 * size / (300 * 0.77 / 4 * 1e3),
+              1e-9);
+  // NVLS left out where it would serve: the Simple ring.
+  tuning = NcclTuning{};
+  tuning.nvls = true;
+  ASSERT_EQ(nccl_estimate(NcclOp::kAllReduce, bytes, node(450), tuning).algorithm,
+            NcclAlgorithm::kNvls);
+  tuning.algorithms = *parse_nccl_algorithms("^nvls");
+  const NcclEstimate ring = nccl_estimate(NcclOp::kAllReduce, bytes, node(450), tuning);
+  EXPECT_EQ(ring.algorithm, NcclAlgorithm::kRing);
+  EXPECT_EQ(ring.protocol, NcclProtocol::kSimple);
+  EXPECT_NEAR(
+      ring.time_us,
+      tuning.launch_us + 8.4 + 14 * tuning.nvlink_hop_us[2] + 1.75 * size / (450 * 0.77 * 1e3),
+      1e-9);
+  // The tree only: an all-gather has none (NCCL fails the call); all-to-all is not restricted.
+  tuning.algorithms = *parse_nccl_algorithms("tree");
+  EXPECT_FALSE(nccl_estimate(NcclOp::kAllGather, bytes, node(450), tuning).available);
+  const NcclEstimate all_to_all = nccl_estimate(NcclOp::kAllToAll, bytes, node(450), tuning);
+  EXPECT_TRUE(all_to_all.available);
+  EXPECT_EQ(all_to_all.algorithm, NcclAlgorithm::kDirect);
 }
 
 TEST(NcclModel, one_rank_takes_no_time) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "hardware/preset.h"
+#include "system/nccl_model.h"
 
 namespace orrery::hw {
 namespace preset_test {
@@ -166,6 +167,12 @@ TEST(Preset, a_valid_file_parses) {
     defaults.arch = sys::NcclArch::kAmpere;
     return defaults;
   }());
+  // NCCL_ALGO and NCCL_PROTO as the machine's NCCL runs with them.
+  Expected<HardwarePreset> restricted =
+      parse_preset(std::string(kValid) + "nccl:\n  algo: ^nvls\n  proto: LL128,Simple\n", "p.yaml");
+  ASSERT_TRUE(restricted) << restricted.error().message();
+  EXPECT_EQ(sys::nccl_allowed_text(restricted->nccl),
+            "NCCL_ALGO=ring,tree,nvls-tree NCCL_PROTO=LL128,Simple");
   EXPECT_EQ(parse_preset(replaced(kValid, "generation: 3", "generation: 4"), "p.yaml")->nccl.arch,
             sys::NcclArch::kHopper);
   EXPECT_EQ(parse_preset(replaced(kValid, "generation: 3", "generation: 7"), "p.yaml")->nccl.arch,
@@ -194,6 +201,11 @@ TEST(Preset, errors_name_file_line_and_key) {
                   "p.yaml:21: key 'nccl.nvls_chunk_bytes': 100 is out of range (expected 4096 to");
   EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  net_hop_us: [1, 2]\n"),
                   "p.yaml:21: key 'nccl.net_hop_us': expected 3 numbers [LL, LL128, Simple]");
+  EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  algo: ring,collnet\n"),
+                  "p.yaml:21: key 'nccl.algo': NCCL_ALGO 'ring,collnet': 'collnet' is NCCL's but "
+                  "not modelled");
+  EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  proto: [LL]\n"),
+                  "p.yaml:21: key 'nccl.proto': expected text");
   EXPECT_CONTAINS(error_of(std::string(kValid) + "extra: 1\n"),
                   "p.yaml:20: key 'extra': unknown key");
   EXPECT_CONTAINS(error_of("name: [unclosed\n"), "p.yaml");

@@ -36,7 +36,18 @@ class Nccl final : public CollectiveAlgorithm {
     NcclState& s = run.state<NcclState>();
     const uint32_t n = run.members();
     if (s.round == ceil_log2(n)) {
-      run.after_delay(SimTime::from_ps(static_cast<int64_t>(std::llround(time_us(run) * 1e6))));
+      const Call call = call_of(run);
+      const NcclEstimate estimate =
+          nccl_estimate(call.op, call.bytes, call.fabric, run.system().nccl);
+      if (!estimate.available) {
+        run.fail(Error::make(ErrorKind::kConfig,
+                             "nccl: {} leaves no algorithm and protocol for {} of {} bytes over "
+                             "{} ranks on {} node(s) (NCCL fails such a call)",
+                             nccl_allowed_text(run.system().nccl), nccl_op_name(call.op),
+                             call.bytes, call.fabric.ranks, call.fabric.nodes));
+        return;
+      }
+      run.after_delay(SimTime::from_ps(static_cast<int64_t>(std::llround(estimate.time_us * 1e6))));
       return;
     }
     const uint32_t distance = 1u << s.round;
@@ -44,7 +55,14 @@ class Nccl final : public CollectiveAlgorithm {
                  MirrorPattern::kShift);
   }
 
-  static double time_us(const PhaseRun& run) {
+  // The collective as NCCL is called for it.
+  struct Call {
+    NcclOp op;
+    uint64_t bytes;
+    NcclFabric fabric;
+  };
+
+  static Call call_of(const PhaseRun& run) {
     const uint32_t n = run.members();
     const NcclFabric fabric =
         nccl_fabric(run.topology(), n, [&](uint32_t idx) { return run.member_rank(idx); });
@@ -72,7 +90,7 @@ class Nccl final : public CollectiveAlgorithm {
       default:
         break;
     }
-    return nccl_estimate(op, bytes, fabric, run.system().nccl).time_us;
+    return {op, bytes, fabric};
   }
 };
 
