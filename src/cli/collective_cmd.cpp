@@ -203,6 +203,11 @@ int run(const CollectiveOptions& options) {
                           row.count, "float", row.time_us, row.algbw, row.busbw,
                           options.algorithms ? "  " + choice_of(row) : "");
     }
+    // nccl-tests' closing figure: the mean bus bandwidth over the sizes.
+    double busbw_sum = 0;
+    for (const hw::BenchRow& row : *rows) busbw_sum += row.busbw;
+    text += fmt::format("# Avg bus bandwidth    : {:g}\n",
+                        rows->empty() ? 0.0 : busbw_sum / static_cast<double>(rows->size()));
     std::cout << text;
     return 0;
   }

@@ -69,6 +69,19 @@ TEST(CollectiveCli, prints_nccl_tests_columns) {
   EXPECT_CONTAINS(r.out, "size        count     type         time    algbw    busbw");
   EXPECT_CONTAINS(r.out, "         1024          256    float");
   EXPECT_CONTAINS(r.out, "        65536        16384    float");
+  // nccl-tests' closing line: the mean of the rows' bus bandwidths.
+  CommandResult json = orrery({"collective", "--hardware", "dgx-a100", "--nodes", "2", "--op",
+                               "all-gather", "-b", "1K", "-e", "64K", "-f", "8", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  double sum = 0;
+  const nlohmann::json rows = nlohmann::json::parse(json.out);
+  for (const auto& row : rows) sum += row["busbw"].get<double>();
+  const std::string label = "# Avg bus bandwidth    : ";
+  const size_t at = r.out.find(label);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double mean = sum / static_cast<double>(rows.size());
+  EXPECT_GT(mean, 0);
+  EXPECT_NEAR(std::stod(r.out.substr(at + label.size())), mean, mean * 1e-5);
 }
 
 TEST(CollectiveCli, compares_with_a_measured_table) {
