@@ -247,6 +247,16 @@ int run(const CollectiveOptions& options) {
 
 }  // namespace
 
+void add_nccl_options(CLI::App& cmd, std::string& algo, std::string& proto) {
+  cmd.add_option(
+      "--nccl-algo", algo,
+      "the algorithms the nccl collective model may pick, as NCCL_ALGO lists them: "
+      "ring, tree, nvls, nvlstree, comma-separated, or ^ and those left out (e.g. ^nvls)");
+  cmd.add_option("--nccl-proto", proto,
+                 "the protocols it may pick, as NCCL_PROTO lists them: LL, LL128, Simple (e.g. "
+                 "^LL128)");
+}
+
 void add_collective_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<CollectiveOptions>();
   CLI::App* cmd = app.add_subcommand(
@@ -285,12 +295,7 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--algorithms", options->algorithms,
                 "also the algorithm and protocol the nccl model picks per size (a column; with "
                 "--json, keys algorithm and protocol), as NCCL_DEBUG_SUBSYS=TUNING reports them");
-  cmd->add_option("--nccl-algo", options->nccl_algo,
-                  "the algorithms the nccl model may pick, as NCCL_ALGO lists them: ring, tree, "
-                  "nvls, nvlstree, comma-separated, or ^ and those left out (e.g. ^nvls)");
-  cmd->add_option("--nccl-proto", options->nccl_proto,
-                  "the protocols it may pick, as NCCL_PROTO lists them: LL, LL128, Simple (e.g. "
-                  "^LL128)");
+  add_nccl_options(*cmd, options->nccl_algo, options->nccl_proto);
   cmd->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

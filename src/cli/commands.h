@@ -5,6 +5,8 @@
 // run that could not finish) and never throw for user errors.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "core/error.h"
@@ -22,6 +24,10 @@ void add_libra_command(CLI::App& app, int& exit_code);
 void add_shard_command(CLI::App& app, int& exit_code);
 void add_collective_command(CLI::App& app, int& exit_code);
 void add_calibrate_command(CLI::App& app, int& exit_code);
+
+// --nccl-algo and --nccl-proto on `cmd` (`orrery collective`, `orrery run`): NCCL_ALGO's and
+// NCCL_PROTO's lists, for sys::restrict_nccl.
+void add_nccl_options(CLI::App& cmd, std::string& algo, std::string& proto);
 
 // Prints "orrery: error: <message>" on stderr and returns the exit code for it (1). Also linked
 // into the orrery-<verb> executables (cli/CMakeLists.txt).

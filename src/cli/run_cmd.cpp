@@ -336,11 +336,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "file, in place of -s and -n (docs/hardware.md)");
   cmd->add_option("--nodes", options->nodes, "--hardware: nodes (default 1)")
       ->check(CLI::Range(1, 65536));
-  cmd->add_option("--nccl-algo", options->nccl_algo,
-                  "the algorithms the nccl collective model may pick, as NCCL_ALGO lists them: "
-                  "ring, tree, nvls, nvlstree, comma-separated, or ^ and those left out");
-  cmd->add_option("--nccl-proto", options->nccl_proto,
-                  "the protocols it may pick, as NCCL_PROTO lists them: LL, LL128, Simple");
+  add_nccl_options(*cmd, options->nccl_algo, options->nccl_proto);
   cmd->add_option("--nic", options->nic,
                   "--hardware: NIC kind (hdr200x8, ndr400x8, roce400x8, efa100x32, tcpxo200x8; "
                   "default: the preset's)");
