@@ -41,8 +41,7 @@ struct CollectiveOptions {
   std::string timing = "astra-sim";
   bool json = false;
   bool algorithms = false;  // the nccl model's choice per size, beside nccl-tests' columns
-  std::string nccl_algo;    // NCCL_ALGO's list
-  std::string nccl_proto;   // NCCL_PROTO's list
+  NcclFlags nccl;
 };
 
 // "ring LL", "nvls Simple"; "-" when the op does not run under the nccl model.
@@ -144,13 +143,11 @@ int run(const CollectiveOptions& options) {
   if (!op) return report_error(op.error());
   Expected<hw::BenchMachine> machine = machine_of(options);
   if (!machine) return report_error(machine.error());
-  if (!options.nccl_algo.empty() || !options.nccl_proto.empty()) {
-    sys::SystemConfig system = *machine->system;
-    if (Status status = sys::restrict_nccl(system, options.nccl_algo, options.nccl_proto);
-        !status) {
-      return report_error(status.error());
-    }
-    machine->system = std::make_shared<const sys::SystemConfig>(std::move(system));
+  if (options.nccl.given()) {
+    Expected<std::shared_ptr<const sys::SystemConfig>> system =
+        options.nccl.restricted(*machine->system);
+    if (!system) return report_error(system.error());
+    machine->system = std::move(*system);
   }
   const uint32_t ranks = machine->network->logical.rank_count();
 
@@ -247,7 +244,7 @@ int run(const CollectiveOptions& options) {
 
 }  // namespace
 
-void add_nccl_options(CLI::App& cmd, std::string& algo, std::string& proto) {
+void NcclFlags::add_to(CLI::App& cmd) {
   cmd.add_option(
       "--nccl-algo", algo,
       "the algorithms the nccl collective model may pick, as NCCL_ALGO lists them: "
@@ -255,6 +252,12 @@ void add_nccl_options(CLI::App& cmd, std::string& algo, std::string& proto) {
   cmd.add_option("--nccl-proto", proto,
                  "the protocols it may pick, as NCCL_PROTO lists them: LL, LL128, Simple (e.g. "
                  "^LL128)");
+}
+
+Expected<std::shared_ptr<const sys::SystemConfig>> NcclFlags::restricted(
+    sys::SystemConfig system) const {
+  if (Status status = sys::restrict_nccl(system, algo, proto); !status) return status.error();
+  return std::make_shared<const sys::SystemConfig>(std::move(system));
 }
 
 void add_collective_command(CLI::App& app, int& exit_code) {
@@ -295,7 +298,7 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--algorithms", options->algorithms,
                 "also the algorithm and protocol the nccl model picks per size (a column; with "
                 "--json, keys algorithm and protocol), as NCCL_DEBUG_SUBSYS=TUNING reports them");
-  add_nccl_options(*cmd, options->nccl_algo, options->nccl_proto);
+  options->nccl.add_to(*cmd);
   cmd->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

@@ -5,11 +5,13 @@
 // run that could not finish) and never throw for user errors.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "core/error.h"
+#include "system/system_config.h"
 
 namespace orrery::cli {
 
@@ -25,9 +27,16 @@ void add_shard_command(CLI::App& app, int& exit_code);
 void add_collective_command(CLI::App& app, int& exit_code);
 void add_calibrate_command(CLI::App& app, int& exit_code);
 
-// --nccl-algo and --nccl-proto on `cmd` (`orrery collective`, `orrery run`): NCCL_ALGO's and
-// NCCL_PROTO's lists, for sys::restrict_nccl.
-void add_nccl_options(CLI::App& cmd, std::string& algo, std::string& proto);
+// --nccl-algo and --nccl-proto (`orrery collective`, `orrery run`): NCCL_ALGO's and NCCL_PROTO's
+// lists for the nccl model.
+struct NcclFlags {
+  std::string algo;
+  std::string proto;
+  bool given() const { return !algo.empty() || !proto.empty(); }
+  void add_to(CLI::App& cmd);
+  // `system` restricted to them (sys::restrict_nccl), to share.
+  Expected<std::shared_ptr<const sys::SystemConfig>> restricted(sys::SystemConfig system) const;
+};
 
 // Prints "orrery: error: <message>" on stderr and returns the exit code for it (1). Also linked
 // into the orrery-<verb> executables (cli/CMakeLists.txt).

@@ -48,8 +48,7 @@ struct RunOptions {
   std::string hardware;
   uint32_t nodes = 1;
   std::string nic;
-  std::string nccl_algo;   // NCCL_ALGO's list
-  std::string nccl_proto;  // NCCL_PROTO's list
+  NcclFlags nccl;
   std::string jobs;
 };
 
@@ -59,15 +58,16 @@ std::string ns_text(SimTime time) {
 
 // --nccl-algo and --nccl-proto: the system, loaded here, with its nccl tuning restricted.
 Status restrict_nccl(RunOptions& options) {
-  if (options.nccl_algo.empty() && options.nccl_proto.empty()) return Status::ok();
+  if (!options.nccl.given()) return Status::ok();
   sim::RunConfig& config = options.config;
   Expected<sys::SystemConfig> system = config.system_config
                                            ? Expected<sys::SystemConfig>(*config.system_config)
                                            : sys::load_system_config(config.system);
   if (!system) return system.error();
-  if (Status status = sys::restrict_nccl(*system, options.nccl_algo, options.nccl_proto); !status)
-    return status;
-  config.system_config = std::make_shared<const sys::SystemConfig>(std::move(*system));
+  Expected<std::shared_ptr<const sys::SystemConfig>> restricted =
+      options.nccl.restricted(std::move(*system));
+  if (!restricted) return restricted.error();
+  config.system_config = std::move(*restricted);
   return Status::ok();
 }
 
@@ -103,8 +103,7 @@ Status resolve_machine(RunOptions& options) {
 int run_jobs(RunOptions& options) {
   const sim::RunConfig& config = options.config;
   if (!config.workload.empty() || !config.system.empty() || !config.network.empty() ||
-      !options.hardware.empty() || !config.perturbation.empty() || !options.nccl_algo.empty() ||
-      !options.nccl_proto.empty()) {
+      !options.hardware.empty() || !config.perturbation.empty() || options.nccl.given()) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,
                                     "--jobs names each job's workload and system and the network: "
                                     "give none of -w, -s, -n, --hardware, --perturb, --nccl-algo "
@@ -336,7 +335,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "file, in place of -s and -n (docs/hardware.md)");
   cmd->add_option("--nodes", options->nodes, "--hardware: nodes (default 1)")
       ->check(CLI::Range(1, 65536));
-  add_nccl_options(*cmd, options->nccl_algo, options->nccl_proto);
+  options->nccl.add_to(*cmd);
   cmd->add_option("--nic", options->nic,
                   "--hardware: NIC kind (hdr200x8, ndr400x8, roce400x8, efa100x32, tcpxo200x8; "
                   "default: the preset's)");

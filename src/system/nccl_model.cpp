@@ -347,10 +347,9 @@ bool uses_nccl(const SystemConfig& system) {
   return false;
 }
 
-Status restrict_nccl(SystemConfig& system, std::string_view algo, std::string_view proto,
-                     std::string_view flag_algo, std::string_view flag_proto) {
+Status restrict_nccl(SystemConfig& system, std::string_view algo, std::string_view proto) {
   if (algo.empty() && proto.empty()) return Status::ok();
-  const std::string_view flag = algo.empty() ? flag_proto : flag_algo;
+  const std::string_view flag = algo.empty() ? "--nccl-proto" : "--nccl-algo";
   if (!uses_nccl(system)) {
     return Error::make(ErrorKind::kInvalidArgument,
                        "{}: no collective of the system {} runs the nccl algorithm", flag,
@@ -358,33 +357,15 @@ Status restrict_nccl(SystemConfig& system, std::string_view algo, std::string_vi
   }
   if (!algo.empty()) {
     Expected<uint8_t> bits = parse_nccl_algorithms(algo);
-    if (!bits) return bits.error().with_context(flag_algo);
+    if (!bits) return bits.error().with_context("--nccl-algo");
     system.nccl.algorithms = *bits;
   }
   if (!proto.empty()) {
     Expected<uint8_t> bits = parse_nccl_protocols(proto);
-    if (!bits) return bits.error().with_context(flag_proto);
+    if (!bits) return bits.error().with_context("--nccl-proto");
     system.nccl.protocols = *bits;
   }
   return Status::ok();
-}
-
-std::string_view nccl_op_name(NcclOp op) {
-  switch (op) {
-    case NcclOp::kAllReduce:
-      return "all-reduce";
-    case NcclOp::kAllGather:
-      return "all-gather";
-    case NcclOp::kReduceScatter:
-      return "reduce-scatter";
-    case NcclOp::kAllToAll:
-      return "all-to-all";
-    case NcclOp::kBroadcast:
-      return "broadcast";
-    case NcclOp::kReduce:
-      return "reduce";
-  }
-  return "unknown";
 }
 
 std::string_view nccl_algorithm_name(NcclAlgorithm algorithm) {

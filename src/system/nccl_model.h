@@ -47,7 +47,6 @@ enum class NcclProtocol : uint8_t { kLL, kLL128, kSimple };
 
 std::string_view nccl_algorithm_name(NcclAlgorithm algorithm);  // "ring", "tree", "nvls", ...
 std::string_view nccl_protocol_name(NcclProtocol protocol);     // "LL", "LL128", "Simple"
-std::string_view nccl_op_name(NcclOp op);                       // "all-reduce", ...
 
 // NCCL_ALGO and NCCL_PROTO: the algorithms and protocols NCCL may pick (NcclTuning::algorithms
 // and ::protocols). NCCL's syntax: names separated by commas, in any case, or "^" and the names
@@ -61,12 +60,10 @@ std::string nccl_allowed_text(const NcclTuning& tuning);
 // Whether any collective of `system` runs the nccl algorithm.
 bool uses_nccl(const SystemConfig& system);
 // `algo` and `proto` (NCCL_ALGO's and NCCL_PROTO's syntax; an empty one changes nothing) applied
-// to `system`'s nccl tuning, as `flag_algo` and `flag_proto` name them in errors. Errors:
+// to `system`'s nccl tuning; errors name them as the flags --nccl-algo and --nccl-proto. Errors:
 // kInvalidArgument for a bad list, or when no collective of `system` runs the nccl algorithm (the
 // restriction would change nothing).
-Status restrict_nccl(SystemConfig& system, std::string_view algo, std::string_view proto,
-                     std::string_view flag_algo = "--nccl-algo",
-                     std::string_view flag_proto = "--nccl-proto");
+Status restrict_nccl(SystemConfig& system, std::string_view algo, std::string_view proto);
 
 // The machine as NCCL sees it: ranks over nodes of equal size, and the link bandwidths in
 // decimal GB/s (10^9 bytes per second) per direction.

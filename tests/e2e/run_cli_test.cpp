@@ -251,6 +251,10 @@ TEST(RunCli, jobs_share_a_network_and_report_their_slowdown_and_shared_links) {
   expect_failure(run_orrery({"run", "--jobs", dir.file("jobs.yaml"), "-w", dir.file("a/w")}),
                  "give none of -w, -s, -n, --hardware, --perturb, --nccl-algo or --nccl-proto "
                  "with it");
+  // Nor are the nccl model's restrictions: each job's system carries its own.
+  expect_failure(
+      run_orrery({"run", "--jobs", dir.file("jobs.yaml"), "--nccl-proto", "LL"}),
+      "give none of -w, -s, -n, --hardware, --perturb, --nccl-algo or --nccl-proto with it");
   expect_failure(run_orrery({"run", "-s", "sys.json", "-n", "net.yml"}),
                  "give the workload (-w PREFIX), or --jobs FILE");
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "system/algorithms/algorithms.h"
+#include "system/collective.h"
 #include "system/nccl_model.h"
 
 namespace orrery::sys::algorithms {
@@ -43,7 +44,7 @@ class Nccl final : public CollectiveAlgorithm {
         run.fail(Error::make(ErrorKind::kConfig,
                              "nccl: {} leaves no algorithm and protocol for {} of {} bytes over "
                              "{} ranks on {} node(s) (NCCL fails such a call)",
-                             nccl_allowed_text(run.system().nccl), nccl_op_name(call.op),
+                             nccl_allowed_text(run.system().nccl), collective_name(call.type),
                              call.bytes, call.fabric.ranks, call.fabric.nodes));
         return;
       }
@@ -58,6 +59,7 @@ class Nccl final : public CollectiveAlgorithm {
   // The collective as NCCL is called for it.
   struct Call {
     NcclOp op;
+    CollectiveType type;  // the same, as orrery names it
     uint64_t bytes;
     NcclFabric fabric;
   };
@@ -70,27 +72,33 @@ class Nccl final : public CollectiveAlgorithm {
     // all-gather.
     uint64_t bytes = run.size();
     NcclOp op = NcclOp::kAllReduce;
+    CollectiveType type = CollectiveType::kAllReduce;
     switch (run.op()) {
       case PhaseOp::kAllGather:
         op = NcclOp::kAllGather;
+        type = CollectiveType::kAllGather;
         bytes *= n;
         break;
       case PhaseOp::kReduceScatter:
         op = NcclOp::kReduceScatter;
+        type = CollectiveType::kReduceScatter;
         break;
       case PhaseOp::kAllToAll:
         op = NcclOp::kAllToAll;
+        type = CollectiveType::kAllToAll;
         break;
       case PhaseOp::kBroadcast:
         op = NcclOp::kBroadcast;
+        type = CollectiveType::kBroadcast;
         break;
       case PhaseOp::kReduce:
         op = NcclOp::kReduce;
+        type = CollectiveType::kReduce;
         break;
       default:
         break;
     }
-    return {op, bytes, fabric};
+    return {op, type, bytes, fabric};
   }
 };
 
