@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <vector>
 
 #include <zlib.h>
@@ -137,25 +138,32 @@ TEST(ReplayGloo, under_a_launcher_each_process_joins_through_the_store) {
   EXPECT_EQ(read_whole_file(dir.file("rank1.json")), "");  // rank 0 reports for the job
 }
 
-TEST(ReplayGloo, a_launcher_rank_that_is_not_a_number_is_refused) {
-  setenv("RANK", "first", 1);
-  setenv("WORLD_SIZE", "2", 1);
+// `orrery replay --backend gloo` of the DDP trace set as if a launcher had set RANK and
+// WORLD_SIZE.
+CommandResult gloo_under_launcher(const char* rank, const char* world) {
+  setenv("RANK", rank, 1);
+  setenv("WORLD_SIZE", world, 1);
   const CommandResult run =
       run_orrery({"replay", "--dir", test::test_data("pytorch/recorded/ddp"), "--backend", "gloo"});
   unsetenv("RANK");
   unsetenv("WORLD_SIZE");
-  EXPECT_NE(run.exit_code, 0);
-  EXPECT_NE(run.err.find("RANK='first' in the environment is not a rank"), std::string::npos)
-      << run.err;
+  return run;
+}
+
+TEST(ReplayGloo, a_launcher_rank_or_world_that_is_not_a_number_is_refused) {
+  for (const auto& [rank, world, message] :
+       {std::tuple{"first", "2", "RANK='first' in the environment is not a rank"},
+        std::tuple{"", "2", "RANK='' in the environment is not a rank"},
+        std::tuple{"0", "two", "WORLD_SIZE='two' in the environment is not a rank"},
+        std::tuple{"0", "2x", "WORLD_SIZE='2x' in the environment is not a rank"}}) {
+    const CommandResult run = gloo_under_launcher(rank, world);
+    EXPECT_NE(run.exit_code, 0) << rank << " " << world;
+    EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
+  }
 }
 
 TEST(ReplayGloo, under_a_launcher_the_store_is_required) {
-  setenv("RANK", "0", 1);
-  setenv("WORLD_SIZE", "2", 1);
-  const CommandResult run =
-      run_orrery({"replay", "--dir", test::test_data("pytorch/recorded/ddp"), "--backend", "gloo"});
-  unsetenv("RANK");
-  unsetenv("WORLD_SIZE");
+  const CommandResult run = gloo_under_launcher("0", "2");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("(RANK=0, WORLD_SIZE=2) needs --store DIR"), std::string::npos) << run.err;
 }
