@@ -5,25 +5,22 @@
 // feature), where the Python model is batch-first and transposes to that inside its attention.
 // bench/replay_gap.sh builds and times it beside PyTorch's step and orrery's replay of its trace.
 // Prints the median process CPU time of one step in microseconds.
-#include <cstdlib>
-
 #include "step_timer.h"
 
 int main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::atoi(argv[1]) : 200;
+  const StepArgs args = step_args(argc, argv);
   set_up_like_the_replay();
   torch::nn::TransformerEncoderLayer model(
       torch::nn::TransformerEncoderLayerOptions(128, 4).dim_feedforward(512).dropout(0.1));
   model->train();
-  const int64_t scale = argc > 2 ? std::atoi(argv[2]) : 1;  // times the batch
-  const torch::Tensor x = torch::randn({64, 2 * scale, 128});
-  const torch::Tensor target = torch::randn({64, 2 * scale, 128});
+  const torch::Tensor x = torch::randn({64, 2 * args.scale, 128});
+  const torch::Tensor target = torch::randn({64, 2 * args.scale, 128});
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   auto step = [&] {
     optimizer.zero_grad();
     torch::nn::functional::mse_loss(model->forward(x), target).backward();
     optimizer.step();
   };
-  print_median_step_cpu_us(steps, step);
+  print_median_step_cpu_us(args.steps, step);
   return 0;
 }

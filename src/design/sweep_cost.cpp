@@ -7,8 +7,6 @@
 
 namespace orrery::design {
 
-namespace {}
-
 double point_cost(const SweepSpec& spec, const ClusterPoint& cluster) {
   const SweepCosts& c = spec.costs;
   double each = c.accelerator + c.per_tflops * cluster.peak_tflops +
