@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_config.h"
+#include "core/text_file.h"
 
 namespace orrery::chakra {
 
@@ -275,7 +276,7 @@ std::string class_trace_path(const std::string& prefix, uint64_t k) {
 }
 
 Expected<RankMap> read_rank_map(const std::string& path) {
-  Expected<std::string> text = JsonConfig::read_text(path);
+  Expected<std::string> text = read_text_file(path);
   if (!text) return text.error();
   if (std::optional<RankMap> fast = read_fast(*text)) return std::move(*fast);
   Expected<JsonConfig> file = JsonConfig::parse(path, std::move(*text));

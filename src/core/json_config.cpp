@@ -2,24 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "core/checked.h"
+#include "core/text_file.h"
 
 namespace orrery {
 
-Expected<std::string> JsonConfig::read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return std::move(buffer).str();
-}
-
 Expected<JsonConfig> JsonConfig::load(const std::string& path) {
-  Expected<std::string> text = read_text(path);
+  Expected<std::string> text = read_text_file(path);
   if (!text) return text.error();
   return parse(path, std::move(*text));
 }

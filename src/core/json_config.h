@@ -23,9 +23,6 @@ class JsonConfig {
   // Reads and parses `path`. Fails on a missing file, a syntax error (with line and column), a
   // number beyond a double's range, or a key written twice in one object (with both lines).
   static Expected<JsonConfig> load(const std::string& path);
-  // The bytes of `path`, or "<path>: cannot open": what load() parses, for a reader that looks at
-  // the text first (rank maps try a SAX pass before parse()).
-  static Expected<std::string> read_text(const std::string& path);
   // Parses `text` as if read from `path` (for tests and embedded defaults).
   static Expected<JsonConfig> parse(const std::string& path, std::string text);
 

@@ -4,12 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
 #include "core/checked.h"
+#include "core/text_file.h"
 #include "gen/llm_options.h"
 #include "network/yaml_text.h"
 
@@ -19,16 +19,8 @@ namespace {
 
 using net::yaml_line;
 
-Expected<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 Expected<YAML::Node> read_yaml(const std::string& path) {
-  Expected<std::string> text = read_text(path);
+  Expected<std::string> text = read_text_file(path);
   if (!text) return text.error();
   return net::parse_yaml_text(*text, path);
 }
@@ -263,7 +255,7 @@ Expected<std::vector<Dimension>> load_libra_network(const std::string& path) {
 }
 
 Expected<std::vector<Layer>> load_libra_workload(const std::string& path) {
-  Expected<std::string> text = read_text(path);
+  Expected<std::string> text = read_text_file(path);
   if (!text) return text.error();
   std::vector<Layer> layers;
   std::istringstream lines(*text);

@@ -4,11 +4,11 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
+
+#include "core/text_file.h"
 
 namespace orrery::design {
 
@@ -175,11 +175,9 @@ Expected<ShardTables> parse_tables_csv(std::string_view text, const std::string&
 }
 
 Expected<ShardTables> load_tables_csv(const std::string& path, gen::DType dtype) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  return parse_tables_csv(buffer.str(), path, dtype);
+  Expected<std::string> text = read_text_file(path, "the tables file");
+  if (!text) return text.error();
+  return parse_tables_csv(*text, path, dtype);
 }
 
 }  // namespace orrery::design

@@ -2,15 +2,14 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <set>
-#include <sstream>
 #include <type_traits>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/text_file.h"
 #include "core/units.h"
 #include "network/yaml_text.h"
 
@@ -281,11 +280,9 @@ std::string offload_name(const OffloadChoice& choice) {
 }
 
 Expected<SweepSpec> load_sweep_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_sweep_file(path, text.str());
+  Expected<std::string> text = read_text_file(path, "the sweep file");
+  if (!text) return text.error();
+  return parse_sweep_file(path, std::move(*text));
 }
 
 Expected<SweepSpec> parse_sweep_file(const std::string& path, std::string text) {

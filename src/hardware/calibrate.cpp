@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include <Eigen/Dense>
 
 #include "core/checked.h"
+#include "core/text_file.h"
 
 namespace orrery::hw {
 
@@ -171,11 +171,9 @@ Expected<std::vector<OpSample>> parse_op_table(const std::string& text,
 }
 
 Expected<std::vector<OpSample>> read_op_table(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_op_table(text.str(), path);
+  Expected<std::string> text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_op_table(*text, path);
 }
 
 namespace {

@@ -2,10 +2,10 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
+
+#include "core/text_file.h"
 
 namespace orrery::hw {
 
@@ -130,11 +130,9 @@ Expected<std::vector<MeasuredRow>> parse_nccl_tests(std::string_view text,
 }
 
 Expected<std::vector<MeasuredRow>> load_nccl_tests(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_nccl_tests(text.str(), path);
+  Expected<std::string> text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_nccl_tests(*text, path);
 }
 
 }  // namespace orrery::hw

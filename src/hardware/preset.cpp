@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "core/text_file.h"
 #include "hardware/embedded_presets.h"
 #include "network/yaml_text.h"
 #include "system/nccl_model.h"
@@ -229,14 +228,6 @@ Status read_compute(const Reader& in, const YAML::Node& map, sys::ComputeModel& 
   return Status::ok();
 }
 
-Expected<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 const EmbeddedFile* embedded(std::string_view name) {
   for (size_t idx = 0; idx < kEmbeddedPresetCount; ++idx) {
     if (kEmbeddedPresets[idx].name == name) return &kEmbeddedPresets[idx];
@@ -405,7 +396,7 @@ Expected<HardwarePreset> load_preset(std::string_view name_or_file) {
                        "--hardware {}: neither a preset ({}) nor a readable preset file", name,
                        joined(preset_names()));
   }
-  Expected<std::string> text = read_file(name);
+  Expected<std::string> text = read_text_file(name);
   if (!text) return text.error();
   return parse_preset(*text, name);
 }

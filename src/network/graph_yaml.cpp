@@ -2,13 +2,13 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
 #include "core/checked.h"
+#include "core/text_file.h"
 #include "network/topology_yaml.h"
 #include "network/yaml_text.h"
 
@@ -714,13 +714,9 @@ Expected<NetworkDescription> parse_network_yaml(std::string_view text, std::stri
 }
 
 Expected<NetworkDescription> load_network_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error::make(ErrorKind::kIo, "{}: cannot open the network file", path.string());
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_network_yaml(buffer.str(), path.string());
+  Expected<std::string> text = read_text_file(path, "the network file");
+  if (!text) return text.error();
+  return parse_network_yaml(*text, path.string());
 }
 
 }  // namespace orrery::net

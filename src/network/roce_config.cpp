@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
+#include "core/text_file.h"
 #include "core/units.h"
 #include "network/graph_yaml.h"
 #include "network/yaml_text.h"
@@ -340,12 +339,9 @@ Expected<RoceConfig> parse_roce_config(std::string_view text, std::string_view f
 }
 
 Expected<RoceConfig> load_roce_config(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error::make(ErrorKind::kIo, "{}: cannot open the RoCE configuration", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_roce_config(text.str(), path.string());
+  Expected<std::string> text = read_text_file(path, "the RoCE configuration");
+  if (!text) return text.error();
+  return parse_roce_config(*text, path.string());
 }
 
 }  // namespace orrery::net

@@ -3,15 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
 #include "core/checked.h"
+#include "core/text_file.h"
 #include "network/yaml_text.h"
 
 namespace orrery::net {
@@ -326,20 +325,9 @@ Expected<Topology> parse_topology_yaml(std::string_view text, std::string_view f
 
 Expected<Topology> load_topology_file(const std::filesystem::path& path,
                                       std::vector<std::string>* warnings) {
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored)) {
-    return Error::make(ErrorKind::kIo, "network file '{}' is a directory", path.string());
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error::make(ErrorKind::kIo, "cannot open network file '{}'", path.string());
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    return Error::make(ErrorKind::kIo, "cannot read network file '{}'", path.string());
-  }
-  return parse_topology_yaml(buffer.str(), path.string(), warnings);
+  Expected<std::string> text = read_text_file(path, "the network file");
+  if (!text) return text.error();
+  return parse_topology_yaml(*text, path.string(), warnings);
 }
 
 }  // namespace orrery::net

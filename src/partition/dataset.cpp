@@ -2,9 +2,9 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string_view>
+
+#include "core/text_file.h"
 
 namespace orrery::partition {
 
@@ -97,12 +97,9 @@ Expected<Dataset> parse_csv_dataset(const std::string& text, const std::string& 
 }
 
 Expected<Dataset> read_csv_dataset(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (!in && !in.eof()) return Error::make(ErrorKind::kIo, "{}: read failed", path);
-  return parse_csv_dataset(buffer.str(), path);
+  Expected<std::string> text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_csv_dataset(*text, path);
 }
 
 double accuracy(const Matrix& scores, const std::vector<int64_t>& labels) {

@@ -10,7 +10,6 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +23,7 @@
 #include "chakra/comm_groups.h"
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
+#include "core/text_file.h"
 #include "core/units.h"
 #include "design/libra_input.h"
 #include "design/libra_model.h"
@@ -64,9 +64,9 @@ void check(const Status& status) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) raise(Error::make(ErrorKind::kIo, "{}: cannot read", path));
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  Expected<std::string> text = read_text_file(path);
+  if (!text) raise(text.error());
+  return std::move(*text);
 }
 
 // A Python dict (or list) as JSON text, through the json module: what a file would hold.

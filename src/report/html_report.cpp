@@ -4,11 +4,9 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/markup.h"
+#include "core/text_file.h"
 #include "core/units.h"
 #include "report/run_report.h"
 
@@ -1159,13 +1158,10 @@ void Page::link_histogram() {
 }  // namespace
 
 Expected<nlohmann::json> read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return Error::make(ErrorKind::kIo, "{}: read failed", path);
+  Expected<std::string> text = read_text_file(path);
+  if (!text) return text.error();
   try {
-    return nlohmann::json::parse(buffer.str());
+    return nlohmann::json::parse(*text);
   } catch (const nlohmann::json::exception& error) {
     // A syntax error or a number beyond a double's range ("1e999"). The library's message starts
     // with "[json.exception.parse_error.101] "; keep what follows.

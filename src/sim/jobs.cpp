@@ -5,14 +5,13 @@
 
 #include <algorithm>
 #include <cassert>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "core/event_engine.h"
 #include "core/rank_set.h"
+#include "core/text_file.h"
 #include "network/backend_registry.h"
 #include "network/yaml_text.h"
 #include "sim/simulation.h"
@@ -316,11 +315,9 @@ Expected<JobsFile> parse_jobs_file(std::string_view text, std::string_view file_
 }
 
 Expected<Jobs> load_jobs(const std::filesystem::path& path, RunSettings settings) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open the jobs file", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  Expected<JobsFile> file = parse_jobs_file(text.str(), path.string());
+  Expected<std::string> text = read_text_file(path, "the jobs file");
+  if (!text) return text.error();
+  Expected<JobsFile> file = parse_jobs_file(*text, path.string());
   if (!file) return file.error();
   const std::filesystem::path dir = path.parent_path();
   auto beside = [&](const std::string& name) {

@@ -4,12 +4,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <unordered_map>
 
 #include "core/counter_random.h"
+#include "core/text_file.h"
 #include "network/yaml_text.h"
 
 namespace orrery::sim {
@@ -392,12 +391,9 @@ Expected<Perturbation> parse_perturbation(std::string_view text, std::string_vie
 
 Expected<Perturbation> load_perturbation(const std::filesystem::path& path,
                                          const PresetLoader& presets) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error::make(ErrorKind::kIo, "{}: cannot open the perturbation file", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_perturbation(text.str(), path.string(), presets);
+  Expected<std::string> text = read_text_file(path, "the perturbation file");
+  if (!text) return text.error();
+  return parse_perturbation(*text, path.string(), presets);
 }
 
 Expected<ResolvedFailures> resolve_failures(const Perturbation& perturbation,

@@ -2,11 +2,11 @@
 
 #include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "core/text_file.h"
 #include "synth/dag.h"
 #include "synth/layers.h"
 
@@ -115,13 +115,11 @@ Expected<GraphSet> graph_set_from_json(const nlohmann::json& json, const std::st
 }
 
 Expected<GraphSet> read_graph_set(const std::string& path, GraphSetIssues* issues) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open the graph set", path);
-  std::stringstream text;
-  text << in.rdbuf();
+  Expected<std::string> text = read_text_file(path, "the graph set");
+  if (!text) return text.error();
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(text.str());
+    json = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::parse_error& error) {
     return Error::make(ErrorKind::kParse, "{}: not JSON (byte {}): {}", path, error.byte,
                        error.what());

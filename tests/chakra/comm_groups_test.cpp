@@ -213,7 +213,8 @@ TEST(CommGroups, file_must_be_a_json_object) {
   Status missing = load_comm_group_file(dir.file("none.json"), groups);
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind(), ErrorKind::kIo);
-  EXPECT_EQ(missing.error().message(), dir.file("none.json") + ": cannot open");
+  EXPECT_EQ(missing.error().message(),
+            dir.file("none.json") + ": cannot open: No such file or directory");
 }
 
 TEST(CommGroups, a_file_that_fails_adds_nothing) {

@@ -96,6 +96,9 @@ TEST(ConvertCli, malformed_inputs_fail_with_the_file_named) {
                   pytorch("linear_et.json.gz"), "-o", dir.file("out.et")}),
       "not a Kineto trace: give it with --host");
   expect_clean_failure(convert(dir.file("absent.json")), "absent.json: cannot open");
+  // A folder seeks to a meaningless end; sized from it, the read used to abort the process.
+  std::filesystem::create_directory(dir.file("folder.json"));
+  expect_clean_failure(convert(dir.file("folder.json")), "folder.json: is a folder, not a file");
   EXPECT_FALSE(std::filesystem::exists(dir.file("out.et"))) << "nothing written on failure";
   expect_clean_failure(run_orrery({"convert", "-o", dir.file("out.et")}), "--host");
   expect_clean_failure(run_orrery({"convert", "--dir", dir.file("nowhere"), "-o", dir.file("w")}),

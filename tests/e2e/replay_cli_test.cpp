@@ -190,6 +190,7 @@ TEST(ReplayCli, bad_input_is_one_message) {
   TempDir dir;
   expect_clean_failure(run_orrery({"replay", dir.file("missing.json")}),
                        dir.file("missing.json") + ": cannot open");
+  expect_clean_failure(run_orrery({"replay", dir.file("")}), ": is a folder, not a file");
   expect_clean_failure(run_orrery({"replay"}), "give a trace file or --dir (one of them)");
   expect_clean_failure(
       run_orrery({"replay", recorded("mlp_infer", "_et.json.gz"), "--iteration", "9"}),

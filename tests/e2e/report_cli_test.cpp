@@ -214,8 +214,12 @@ void expect_failure(const CommandResult& result, const std::string& message) {
 TEST(ReportCliBadInput, a_missing_file) {
   TempDir dir;
   expect_failure(run_orrery({"report", dir.file("none.json"), "-o", dir.file("r.html")}),
-                 dir.file("none.json") + ": cannot open");
+                 dir.file("none.json") + ": cannot open: No such file or directory");
   EXPECT_FALSE(std::filesystem::exists(dir.file("r.html")));
+  // A folder opens on Linux and reads as nothing: refused, not read as an empty result.
+  std::filesystem::create_directory(dir.file("folder"));
+  expect_failure(run_orrery({"report", dir.file("folder"), "-o", dir.file("r.html")}),
+                 dir.file("folder") + ": is a folder, not a file");
 }
 
 TEST(ReportCliBadInput, a_file_that_is_not_json) {

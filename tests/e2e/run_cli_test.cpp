@@ -206,6 +206,11 @@ TEST(RunCliBadInput, a_bad_perturbation_file_names_its_line) {
                                        ":2: compute entry: rank 99 is beyond the job's 8 ranks");
   args[3] = dir.file("missing.yml");
   expect_failure(run_orrery(args), "missing.yml: cannot open the perturbation file");
+  // A folder opens on Linux and reads as nothing, which is a valid (empty) perturbation file:
+  // the run must not go on as if the flag had not been given.
+  std::filesystem::create_directory(dir.file("folder"));
+  args[3] = dir.file("folder");
+  expect_failure(run_orrery(args), dir.file("folder") + ": is a folder, not the perturbation file");
 }
 
 TEST(RunCli, jobs_share_a_network_and_report_their_slowdown_and_shared_links) {

@@ -156,7 +156,8 @@ TEST(RemoteMemoryConfig, top_level_syntax_and_missing_file_errors) {
   Expected<RemoteMemoryConfig> missing = load_remote_memory_config("/nonexistent/orrery/mem.json");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind(), ErrorKind::kIo);
-  EXPECT_EQ(missing.error().message(), "/nonexistent/orrery/mem.json: cannot open");
+  EXPECT_EQ(missing.error().message(),
+            "/nonexistent/orrery/mem.json: cannot open: No such file or directory");
 }
 
 }  // namespace remote_memory_config_test

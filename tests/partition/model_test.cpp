@@ -130,7 +130,8 @@ TEST(Dataset, bad_rows_are_errors_naming_file_line_and_field) {
   EXPECT_EQ(message("7\n"), "d.csv:1: 1 field; a row is the features, then the label");
   Expected<Dataset> missing = read_csv_dataset("/nonexistent/x.csv");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message(), "/nonexistent/x.csv: cannot open");
+  EXPECT_EQ(missing.error().message(),
+            "/nonexistent/x.csv: cannot open: No such file or directory");
 }
 
 TEST(Dataset, accuracy_counts_argmax_hits) {

@@ -468,7 +468,8 @@ TEST(HtmlReportErrors, optional_keys_may_be_absent) {
 TEST(ReadJsonFile, names_the_file_that_cannot_be_read_or_parsed) {
   Expected<json> missing = read_json_file("/no/such/result.json");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message(), "/no/such/result.json: cannot open");
+  EXPECT_EQ(missing.error().message(),
+            "/no/such/result.json: cannot open: No such file or directory");
 
   const std::string path =
       (std::filesystem::temp_directory_path() / "orrery-html-report-not-json.json").string();

@@ -1,0 +1,22 @@
+// core/text_file.h: the whole contents of an input file, or one clear error.
+//
+// Every reader of a configuration or table file goes through here, so that a path that is a
+// folder, cannot be opened or fails mid-read is refused with the path named. An std::ifstream on
+// a folder opens on Linux and reads nothing, which a parser would otherwise take as an empty file
+// (an empty perturbation file is valid, and a run would silently ignore its flag).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace orrery {
+
+// The bytes of `path`. Errors (kIo): "<path>: cannot open[ <what>]: <reason>", "<path>: is a
+// folder, not <what>" (or "a file") and "<path>: read failed"; `what` names the file's role, as
+// "the perturbation file".
+Expected<std::string> read_text_file(const std::filesystem::path& path, std::string_view what = {});
+
+}  // namespace orrery

@@ -1,0 +1,47 @@
+// read_text_file: a file's bytes, or one error naming the path and what is wrong with it.
+#include "core/text_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "scratch_dir.h"
+
+namespace orrery {
+namespace {
+
+TEST(TextFile, reads_every_byte_including_nul_and_an_empty_file) {
+  const std::filesystem::path dir = test::scratch_dir("text-file");
+  const std::string bytes = std::string("a\0b\r\n", 5) + std::string(100'000, 'x');
+  std::ofstream(dir / "bytes", std::ios::binary) << bytes;
+  Expected<std::string> read = read_text_file(dir / "bytes");
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_EQ(*read, bytes);
+  std::ofstream(dir / "empty", std::ios::binary).flush();
+  Expected<std::string> empty = read_text_file(dir / "empty", "the jobs file");
+  ASSERT_TRUE(empty) << empty.error().message();
+  EXPECT_EQ(*empty, "");
+}
+
+TEST(TextFile, a_missing_file_and_a_folder_are_errors_naming_the_path) {
+  const std::filesystem::path dir = test::scratch_dir("text-file");
+  const std::string missing = (dir / "none.yml").string();
+  Expected<std::string> absent = read_text_file(missing, "the perturbation file");
+  ASSERT_FALSE(absent);
+  EXPECT_EQ(absent.error().kind(), ErrorKind::kIo);
+  EXPECT_EQ(absent.error().message(),
+            missing + ": cannot open the perturbation file: No such file or directory");
+  EXPECT_EQ(read_text_file(missing).error().message(),
+            missing + ": cannot open: No such file or directory");
+  // An std::ifstream opens a folder on Linux and reads nothing; it must not pass for an empty file.
+  Expected<std::string> folder = read_text_file(dir, "the perturbation file");
+  ASSERT_FALSE(folder);
+  EXPECT_EQ(folder.error().kind(), ErrorKind::kIo);
+  EXPECT_EQ(folder.error().message(), dir.string() + ": is a folder, not the perturbation file");
+  EXPECT_EQ(read_text_file(dir).error().message(), dir.string() + ": is a folder, not a file");
+}
+
+}  // namespace
+}  // namespace orrery
