@@ -4,6 +4,7 @@
 //   orrery net info --network FILE [--json]
 //   orrery net send --network FILE [--backend NAME] --src A --dst B
 //                   --size BYTES [--json]
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <memory>
@@ -138,9 +139,11 @@ int run_info(const NetOptions& options) {
                "latency");
     for (uint32_t dim = 0; dim < net.dimension_count(); ++dim) {
       const net::Dimension& spec = net.dimension(dim);
+      // A space before each figure: a bandwidth such as 23.283064365 GB/s (200 Gb/s) is wider
+      // than its column and would otherwise run into the size.
       fmt::print("{:<5}{:<16}{:>10}{:>14}{:>14}\n", dim, net::topology_kind_name(spec.kind),
-                 format_count(spec.size), format_gbps(spec.bandwidth) + " GB/s",
-                 format_ns(spec.latency) + " ns");
+                 format_count(spec.size), " " + format_gbps(spec.bandwidth) + " GB/s",
+                 " " + format_ns(spec.latency) + " ns");
     }
     return 0;
   }
@@ -151,8 +154,8 @@ int run_info(const NetOptions& options) {
   for (uint32_t dim = 0; dim < net.dimension_count(); ++dim) {
     const net::Dimension& spec = net.dimension(dim);
     fmt::print("{:<5}{:<16}{:>10}{:>14}{:>14}{:>16}\n", dim, net::topology_kind_name(spec.kind),
-               format_count(spec.size), format_gbps(spec.bandwidth) + " GB/s",
-               format_ns(spec.latency) + " ns", format_count(net.link_count(dim)));
+               format_count(spec.size), " " + format_gbps(spec.bandwidth) + " GB/s",
+               " " + format_ns(spec.latency) + " ns", format_count(net.link_count(dim)));
   }
   return 0;
 }
@@ -225,27 +228,40 @@ int run_send(const NetOptions& options) {
     return report_error(Error::make(ErrorKind::kDeadlock, "the message was never delivered"));
   }
   // Links crossed, per dimension (per tier on a graph), as the backend routes.
-  const std::vector<net::LinkStats> crossed = (*backend)->link_stats();
+  std::vector<net::LinkStats> crossed = (*backend)->link_stats();
+  // On a graph, the route node by node from the source: at each node the outgoing link that
+  // carried the most bytes, never back to a node already on the route. A packet backend also
+  // lists the links its acknowledgements took back (roce), which are not the message's route.
+  std::string path;
+  if (graph != nullptr && !crossed.empty()) {
+    std::vector<net::LinkStats> route;
+    std::vector<net::NodeId> visited{*src};
+    net::NodeId at = *src;
+    path = graph->node_name(at);
+    while (at != *dst) {
+      const net::LinkStats* next = nullptr;
+      for (const net::LinkStats& link : crossed) {
+        const net::NodeId to = graph->link(link.link).dst;
+        if (graph->link(link.link).src != at ||
+            std::find(visited.begin(), visited.end(), to) != visited.end()) {
+          continue;
+        }
+        if (next == nullptr || link.bytes > next->bytes) next = &link;
+      }
+      if (next == nullptr) break;
+      at = graph->link(next->link).dst;
+      visited.push_back(at);
+      route.push_back(*next);
+      path += " -> " + graph->node_name(at);
+    }
+    crossed = std::move(route);
+  }
   uint32_t total_hops = 0;
   std::vector<uint32_t> hops(topology->dimension_count(), 0);
   for (const net::LinkStats& link : crossed) {
     if (link.dimension >= hops.size()) hops.resize(link.dimension + 1, 0);
     ++hops[link.dimension];
     ++total_hops;
-  }
-  // On a graph, the route node by node (links sorted by id: follow them from the source).
-  std::string path;
-  if (graph != nullptr && !crossed.empty()) {
-    net::NodeId at = *src;
-    path = graph->node_name(at);
-    for (size_t step = 0; step < crossed.size(); ++step) {
-      for (const net::LinkStats& link : crossed) {
-        if (graph->link(link.link).src != at) continue;
-        at = graph->link(link.link).dst;
-        path += " -> " + graph->node_name(at);
-        break;
-      }
-    }
   }
 
   if (options.json) {
