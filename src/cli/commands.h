@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -41,5 +42,12 @@ struct NcclFlags {
 // Prints "orrery: error: <message>" on stderr and returns the exit code for it (1). Also linked
 // into the orrery-<verb> executables (cli/CMakeLists.txt).
 int report_error(const Error& error);
+
+// Parses the command line into `app` as every orrery executable does: an option of an unsigned
+// type refuses "-1" (refuse_negative_whole_numbers), a usage error prints "orrery: error: ..."
+// and exits 1 like every other error (CLI11's own codes would be 104 to 114), --help and
+// --version exit 0. Returns the exit code when the program stops there, nothing when it parsed
+// (and the chosen subcommand's callback has run).
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
 
 }  // namespace orrery::cli

@@ -423,7 +423,8 @@ void add_transformer_options(CLI::App& command, TransformerOptions& options) {
   command.add_flag("--gzip", options.gzip,
                    "Write gzip-compressed rank files (<prefix>.<rank>.et.gz)");
   command.add_flag("--classes", options.classes, kClassesHelp);
-  command.add_option("--threads", options.threads, "Threads writing rank files (0: one per core)");
+  command.add_option("--threads", options.threads, "Threads writing rank files (0: one per core)")
+      ->check(thread_count());
   command.add_option("-o,--output", options.output,
                      "Output prefix: <prefix>.<rank>.et and the communicator groups <prefix>.json");
 }
@@ -770,7 +771,8 @@ void add_dlrm_command(CLI::App& gen, int& exit_code) {
   dlrm->add_flag("--gzip", options->gzip,
                  "Write gzip-compressed rank files (<prefix>.<rank>.et.gz)");
   dlrm->add_flag("--classes", options->classes, kClassesHelp);
-  dlrm->add_option("--threads", options->threads, "Threads writing rank files (0: one per core)");
+  dlrm->add_option("--threads", options->threads, "Threads writing rank files (0: one per core)")
+      ->check(thread_count());
   dlrm->add_option("-o,--output", options->output,
                    "Output prefix: <prefix>.<rank>.et and the communicator groups <prefix>.json");
   dlrm->callback([options, &exit_code] { exit_code = run_dlrm(*options); });

@@ -116,15 +116,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "orrery: error: {}\n", unknown);
     return 1;
   }
-  // Usage errors print as every other error does and exit 1 like them (CLI11's own codes, 104 to
-  // 114, would be the only exit codes above 1); --help and --version exit 0.
-  app.failure_message([](const CLI::App* /*app*/, const CLI::Error& error) {
-    return fmt::format("orrery: error: {}\nRun with --help for more information.\n", error.what());
-  });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error) == 0 ? 0 : 1;
-  }
+  if (const std::optional<int> stop = orrery::cli::parse_command_line(app, argc, argv))
+    return *stop;
   return exit_code;
 }

@@ -311,10 +311,7 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", o.rounds, "Hungarian/refit alternations per layer (default 3)");
   app.add_option("--seed", o.seed, "seed of the random placement (default 1)");
   app.add_option("--grid-points", o.grid_points, "budget shares in the sweep (default 17)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error);
-  }
+  if (const std::optional<int> stop = orrery::cli::parse_command_line(app, argc, argv))
+    return *stop;
   return orrery::cli::run(o);
 }

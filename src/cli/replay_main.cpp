@@ -209,7 +209,8 @@ int main(int argc, char** argv) {
                  "with --backend gloo under a launcher: the directory where the rank processes "
                  "meet (one every process can reach: a shared file system across machines); "
                  "each rank is reached at ORRERY_GLOO_HOST, else the machine's host name");
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> stop = orrery::cli::parse_command_line(app, argc, argv))
+    return *stop;
 
   if (options.trace.empty() == options.dir.empty()) {
     return cli::report_error(

@@ -394,7 +394,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("-q,--quiet", options->quiet, "no per-rank lines, only the summary");
   cmd->add_option("-o,--output", options->output,
                   "write the results as JSON: ranks, collectives, links, summary");
-  cmd->add_option("-j,--threads", config.threads, "threads for loading traces (0: one per core)");
+  cmd->add_option("-j,--threads", config.threads, "threads for loading traces (0: one per core)")
+      ->check(thread_count());
   cmd->add_option(
       "--csv-dir", options->csv_dir,
       "write ranks.csv, collectives.csv, links.csv and dimensions.csv into this folder");

@@ -17,6 +17,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/json_config.h"
 #include "core/units.h"
 #include "design/shard_input.h"
@@ -500,8 +501,8 @@ void add_shard_command(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   pl->add_option("--partitioner", plan->partitioner,
                  "greedy (default), memory-balanced or exact (GLPK; small instances)");
-  pl->add_option("--time-limit", plan->time_limit,
-                 "Seconds for the exact partitioner (default 60)");
+  pl->add_option("--time-limit", plan->time_limit, "Seconds for the exact partitioner (default 60)")
+      ->check(finite_number(0.001, 1e6));
   pl->add_option("--search-budget", plan->search_budget,
                  "Re-partitions the local search may try (default 40,000 / tables, 16 to 2,000)");
   pl->add_option("--show-tables", plan->show_tables, "Tables listed (default 30)");

@@ -16,6 +16,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/units.h"
 #include "design/sweep_answers.h"
 #include "design/sweep_file.h"
@@ -190,7 +191,7 @@ int main(int argc, char** argv) {
   cmd->add_option("file", options->file, "sweep file (YAML, docs/formats/sweep.md)");
   cmd->add_option("--db", options->db, "SQLite database of the results (created, or resumed)");
   cmd->add_option("--threads", options->threads, "worker threads (per MPI rank); 0 = one per core")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::thread_count());
   cmd->add_option("--csv", options->csv, "also write the points table as CSV");
   cmd->add_option("--progress", options->progress,
                   "progress bar on stderr: auto (when a terminal), on, off")
@@ -217,10 +218,7 @@ int main(int argc, char** argv) {
     }
     exit_code = run_sweep_command(*options);
   });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error);
-  }
+  if (const std::optional<int> stop = orrery::cli::parse_command_line(app, argc, argv))
+    return *stop;
   return exit_code;
 }

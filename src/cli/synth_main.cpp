@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "synth/graph_synthesizer.h"
 #include "synth/synthesizer.h"
 
@@ -380,6 +381,7 @@ int main(int argc, char** argv) {
   train_cmd
       ->add_option("--threads", ts.threads,
                    "Threads (libtorch kernels, reading, label simulations; 0: one per core)")
+      ->check(cli::thread_count())
       ->capture_default_str();
   train_cmd
       ->add_option("--ranks", ts.platform.ranks,
@@ -434,6 +436,7 @@ int main(int argc, char** argv) {
                          "Graph-set models: condition every graph on this label (default: the "
                          "training labels in order)");
   sample_cmd->add_option("--threads", sample.threads, "libtorch threads (0: one per core)")
+      ->check(cli::thread_count())
       ->capture_default_str();
   sample_cmd->add_flag("-q,--quiet", sample.quiet, "No summary");
   sample_cmd->callback([&] {
@@ -484,6 +487,7 @@ int main(int argc, char** argv) {
       ->default_str("log-sum");
   eval_cmd->add_flag("--no-surrogate", eval.no_surrogate, "Skip the surrogate test");
   eval_cmd->add_option("--threads", es.threads, "Threads (simulations, libtorch; 0: one per core)")
+      ->check(cli::thread_count())
       ->capture_default_str();
   eval_cmd->add_option("--scratch", es.scratch,
                        "Folder for simulation files (default: a temporary one)");
@@ -496,10 +500,7 @@ int main(int argc, char** argv) {
     exit_code = cli::run_eval(eval);
   });
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error);
-  }
+  if (const std::optional<int> stop = orrery::cli::parse_command_line(app, argc, argv))
+    return *stop;
   return exit_code;
 }

@@ -19,6 +19,7 @@
 #include "chakra/trace_stats.h"
 #include "chakra/validation.h"
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/parallel.h"
 #include "core/units.h"
 #include "gen/rescale.h"
@@ -440,7 +441,8 @@ void add_trace_command(CLI::App& app, int& exit_code) {
                     "global batch stays: per-replica work scales by from-dp / dp, linear "
                     "approximation)");
     cmd->add_flag("--gzip", options->gzip, "Write .et.gz rank files");
-    cmd->add_option("--threads", options->threads, "Threads writing rank files (0: one per core)");
+    cmd->add_option("--threads", options->threads, "Threads writing rank files (0: one per core)")
+        ->check(thread_count());
     cmd->add_option("-o,--output", options->output,
                     "output prefix: <output>.<rank>.et and the groups <output>.json")
         ->required();

@@ -53,4 +53,39 @@ inline CLI::Validator whole_number_at_least(unsigned long long min) {
       "INT >= " + std::to_string(min));
 }
 
+// A thread count: 0 (one per core) to 4096, beyond which creating the threads fails.
+inline CLI::Validator thread_count() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+        if (text.empty() || text[0] == '-' || text[0] == '+' || end != text.c_str() + text.size() ||
+            errno == ERANGE || value > 4096) {
+          return "expected a thread count from 0 (one per core) to 4096, found '" + text + "'";
+        }
+        return std::string();
+      },
+      "");
+}
+
+// CLI11 2.3 converts "-1" for an option of an unsigned type by wrapping it around (to
+// 18446744073709551615, a table of that many rows); every such option of `app` and its
+// subcommands refuses a minus sign instead. Call once the options are declared.
+inline void refuse_negative_whole_numbers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_name().rfind("UINT", 0) != 0) continue;
+    option->check(CLI::Validator(
+        [](std::string& text) -> std::string {
+          const size_t first = text.find_first_not_of(" \t");
+          if (first == std::string::npos || text[first] != '-') return std::string();
+          return "expected a whole number of 0 or more, found '" + text + "'";
+        },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    refuse_negative_whole_numbers(*sub);
+  }
+}
+
 }  // namespace orrery::cli

@@ -331,6 +331,33 @@ TEST_F(HostileInput, usage_errors_exit_1_and_name_the_unknown_verb) {
   EXPECT_EQ(run({"--help"}).exit_code, 0);
   EXPECT_EQ(run({"run", "--help"}).exit_code, 0);
   EXPECT_EQ(run({"--version"}).exit_code, 0);
+  // The verbs that are executables of their own (libtorch, MPI) answer the same way, not with
+  // CLI11's codes 106 and 109 and its bare message.
+  expect_error(run({"sweep", "--bogus"}), "The following argument was not expected: --bogus");
+  expect_error(run({"replay", "--bogus"}), "The following argument was not expected: --bogus");
+  expect_error(run({"partition", "--model", "m.pt"}), "is required");
+  expect_error(run({"synth", "train", "--corpus", "c"}), "--output is required");
+  EXPECT_EQ(run({"sweep", "--help"}).exit_code, 0);
+}
+
+// Found by feeding every flag of every verb "-1", "nan", huge and empty values: CLI11 wrapped
+// "-1" around for unsigned options ("gen dlrm --rows -1" made tables of 2^64 - 1 rows), a thread
+// count of 10^20 aborted the sweep creating its threads, and --time-limit took nan.
+TEST_F(HostileInput, negative_whole_numbers_and_thread_counts_are_refused) {
+  expect_error(run({"gen", "dlrm", "--model", "dlrm-mlperf", "--ranks", "8", "--rows", "-1", "-o",
+                    "unused"}),
+               "--rows: expected a whole number of 0 or more, found '-1'");
+  expect_error(run({"trace", "validate", "--examples", "-1", "x.et"}),
+               "--examples: expected a whole number of 0 or more, found '-1'");
+  expect_error(run({"sweep", "s.yml", "--threads", "99999999999999999999"}),
+               "--threads: expected a thread count from 0 (one per core) to 4096, found "
+               "'99999999999999999999'");
+  expect_error(run({"run", "-j", "-1", "-w", "x"}),
+               "--threads: expected a thread count from 0 (one per core) to 4096, found '-1'");
+  expect_error(run({"gen", "llm", "--threads", "5000"}), "--threads: expected a thread count");
+  expect_error(
+      run({"shard", "plan", "--model", "dlrm-mlperf", "--world-size", "2", "--time-limit", "nan"}),
+      "--time-limit: expected a number from 0.001 to 1e+06, found nan");
 }
 
 // The README said what the binary did not: "gen dlrm --list-models showing pooling 26 when the
