@@ -460,7 +460,8 @@ void add_llm_command(CLI::App& gen, int& exit_code) {
   llm->add_option("--virtual-stages", options->plan.virtual_stages,
                   "Model chunks per rank with --schedule interleaved (default 2)");
   llm->add_option("--bucket-size", options->plan.bucket_size,
-                  "Data-parallel gradient bucket (e.g. 25MiB; default: one bucket per layer)");
+                  "Data-parallel gradient bucket (e.g. 25MiB; default: one bucket per layer): "
+                  "whole tensors in backward order, closed at this size, as DDP and Megatron-LM");
   llm->callback([options, &exit_code] { exit_code = run_llm(*options); });
 }
 

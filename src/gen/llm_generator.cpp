@@ -22,7 +22,10 @@ struct Block {
   std::string name;     // "L12", "embedding", "head"
   uint64_t dense = 0;   // reduced over the data group
   uint64_t expert = 0;  // reduced over the expert-data group
-  uint64_t tied = 0;    // word-embedding parameters shared with the other end of the pipeline
+  // The tensors behind them, in forward order (transformer_model.h): what buckets are filled with.
+  std::vector<uint64_t> dense_tensors;
+  std::vector<uint64_t> expert_tensors;
+  uint64_t tied = 0;  // word-embedding parameters shared with the other end of the pipeline
   std::vector<ProgRef> reduced;  // the last gradient collectives (inputs of the optimizer step)
 };
 
@@ -59,21 +62,24 @@ class TrainingBuilder {
         Block& block = blocks_[embedding_block()];
         block.present = true;
         block.name = "embedding";
+        block.dense_tensors = embedding_tensors(model, plan.tp);
         block.dense = embedding_params(model, plan.tp);
         block.tied = emb_group_ != 0 ? padded_vocab(model, plan.tp) / plan.tp * model.hidden : 0;
       }
       for (uint32_t layer = first_layer_[q]; layer < first_layer_[q + 1]; ++layer) {
         Block& block = blocks_[layer];
-        const LayerParams params = layer_params(model, layer, plan.tp, plan.ep);
         block.present = true;
         block.name = fmt::format("L{}", layer);
-        block.dense = params.dense;
-        block.expert = params.expert;
+        for (const ParamTensor& tensor : layer_tensors(model, layer, plan.tp, plan.ep)) {
+          (tensor.expert ? block.expert : block.dense) += tensor.params;
+          (tensor.expert ? block.expert_tensors : block.dense_tensors).push_back(tensor.params);
+        }
       }
       if (q == last_virtual_) {
         Block& block = blocks_[head_block()];
         block.present = true;
         block.name = "head";
+        block.dense_tensors = head_tensors(model, plan.tp, plan.pp == 1);
         block.dense = head_params(model, plan.tp, plan.pp == 1);
         block.tied = emb_group_ != 0 ? padded_vocab(model, plan.tp) / plan.tp * model.hidden : 0;
       }
@@ -148,14 +154,24 @@ class TrainingBuilder {
                                {input});
   }
 
-  // Splits `params` into the data-parallel buckets (one when --bucket-size is not given).
-  std::vector<uint64_t> buckets(uint64_t params) const {
-    const uint64_t count =
-        plan_.bucket_bytes == 0
-            ? 1
-            : std::max<uint64_t>(1, ceil_div(params * bytes_, plan_.bucket_bytes));
-    std::vector<uint64_t> sizes(count, params / count);
-    for (uint64_t index = 0; index < params % count; ++index) ++sizes[index];
+  // The data-parallel buckets of a block's `tensors` (parameters each): one bucket without
+  // --bucket-size; with it, as PyTorch's DDP and Megatron-LM bucket gradients: whole tensors in
+  // the order their gradients become ready (the reverse of the forward's), a bucket closed once it
+  // holds at least --bucket-size bytes. A tensor larger than the bucket is a bucket of its own.
+  std::vector<uint64_t> buckets(const std::vector<uint64_t>& tensors) const {
+    uint64_t total = 0;
+    for (uint64_t tensor : tensors) total += tensor;
+    if (plan_.bucket_bytes == 0) return {total};
+    std::vector<uint64_t> sizes;
+    uint64_t open = 0;
+    for (auto tensor = tensors.rbegin(); tensor != tensors.rend(); ++tensor) {
+      open += *tensor;
+      if (open * bytes_ >= plan_.bucket_bytes) {
+        sizes.push_back(open);
+        open = 0;
+      }
+    }
+    if (open != 0) sizes.push_back(open);
     return sizes;
   }
 
@@ -164,10 +180,11 @@ class TrainingBuilder {
     std::vector<ProgRef> gathers;
     if (plan_.zero < 3) return gathers;
     for (const auto& [group, params, size, what] :
-         {std::tuple{dp_group_, block.dense, data_size_, "param_allgather"},
-          std::tuple{edp_group_, block.expert, expert_data_size_, "expert_param_allgather"}}) {
-      if (group == 0 || params == 0) continue;
-      for (uint64_t bucket : buckets(params)) {
+         {std::tuple{dp_group_, &block.dense_tensors, data_size_, "param_allgather"},
+          std::tuple{edp_group_, &block.expert_tensors, expert_data_size_,
+                     "expert_param_allgather"}}) {
+      if (group == 0 || params->empty()) continue;
+      for (uint64_t bucket : buckets(*params)) {
         const ProgRef gather = program_.collective(fmt::format("{}.{}", prefix, what), ALL_GATHER,
                                                    ceil_div(bucket, size) * bytes_, group, {});
         program_.depend(gather, last_layer_start_, true);
@@ -187,10 +204,10 @@ class TrainingBuilder {
     block.reduced.clear();
     const bool scatter = plan_.zero >= 1;
     for (const auto& [group, params, what] :
-         {std::tuple{dp_group_, block.dense, "grad"},
-          std::tuple{edp_group_, block.expert, "expert_grad"}}) {
-      if (group == 0 || params == 0) continue;
-      for (uint64_t bucket : buckets(params)) {
+         {std::tuple{dp_group_, &block.dense_tensors, "grad"},
+          std::tuple{edp_group_, &block.expert_tensors, "expert_grad"}}) {
+      if (group == 0 || params->empty()) continue;
+      for (uint64_t bucket : buckets(*params)) {
         const std::string name = plan_.zero >= 2
                                      ? fmt::format("mb{}.{}.{}.{}", micro_batch, block.name, what,
                                                    scatter ? "reduce_scatter" : "allreduce")
@@ -500,10 +517,11 @@ class TrainingBuilder {
       program_.depend(step, flushed, true);
       if (plan_.zero == 1 || plan_.zero == 2) {
         for (const auto& [group, params, size, what] :
-             {std::tuple{dp_group_, block.dense, data_size_, "param_allgather"},
-              std::tuple{edp_group_, block.expert, expert_data_size_, "expert_param_allgather"}}) {
-          if (group == 0 || params == 0) continue;
-          for (uint64_t bucket : buckets(params)) {
+             {std::tuple{dp_group_, &block.dense_tensors, data_size_, "param_allgather"},
+              std::tuple{edp_group_, &block.expert_tensors, expert_data_size_,
+                         "expert_param_allgather"}}) {
+          if (group == 0 || params->empty()) continue;
+          for (uint64_t bucket : buckets(*params)) {
             program_.collective(fmt::format("{}.{}", block.name, what), ALL_GATHER,
                                 ceil_div(bucket, size) * bytes_, group, {step}, Lane::kBackground);
           }

@@ -366,40 +366,82 @@ uint64_t padded_vocab(const TransformerModel& model, uint32_t tp) {
   return ceil_div(model.vocab, tp) * tp;
 }
 
-LayerParams layer_params(const TransformerModel& model, uint32_t layer, uint32_t tp, uint32_t ep) {
+std::vector<ParamTensor> layer_tensors(const TransformerModel& model, uint32_t layer, uint32_t tp,
+                                       uint32_t ep) {
   const uint64_t h = model.hidden;
   const uint64_t q = model.q_dim();
   const uint64_t kv = model.kv_dim();
   const uint64_t t = tp;
-  const uint64_t up_outputs = model.mlp_matrices() - 1ULL;  // 1 (GeLU) or 2 (gate and up)
-  LayerParams params;
-  // Attention: QKV column-parallel, output projection row-parallel; norms replicated.
-  params.dense = h * (q + 2 * kv) / t + q * h / t + 2 * norm_params(model);
-  if (model.bias) params.dense += (q + 2 * kv) / t + h;
+  const uint64_t up_outputs = model.mlp_matrices() - 1ULL;  // 1 (GeLU) or 2 (gate and up, fused)
+  std::vector<ParamTensor> tensors;
+  auto add = [&tensors](uint64_t params, bool expert = false) {
+    if (params != 0) tensors.push_back({params, expert});
+  };
+  // A norm: its weight, and its bias for LayerNorm (replicated).
+  auto norm = [&] {
+    add(h);
+    if (model.norm == NormKind::kLayerNorm) add(h);
+  };
+  // An MLP's two matrices and their biases: up (and gate) column-parallel, down row-parallel. The
+  // down matrix takes what is left of the pair's shard, so the sum is that of the pair.
+  auto mlp = [&](uint64_t f, bool expert) {
+    const uint64_t up = h * f * up_outputs / t;
+    add(up, expert);
+    if (model.bias) add(f * up_outputs / t, expert);
+    add((h * f * up_outputs + f * h) / t - up, expert);
+    if (model.bias) add(h, expert);
+  };
+  // Attention: QKV column-parallel, output projection row-parallel.
+  norm();
+  add(h * (q + 2 * kv) / t);
+  if (model.bias) add((q + 2 * kv) / t);
+  add(q * h / t);
+  if (model.bias) add(h);
+  norm();
   if (model.is_moe_layer(layer)) {
-    const uint64_t f = model.expert_ffn();
-    uint64_t per_expert = (h * f * up_outputs + f * h) / t;
-    if (model.bias) per_expert += f * up_outputs / t + h;
-    params.dense += h * model.experts;  // the router, replicated
-    params.expert = per_expert * (model.experts / ep);
+    add(h * model.experts);  // the router, replicated
+    for (uint32_t expert = 0; expert < model.experts / ep; ++expert) mlp(model.expert_ffn(), true);
   } else {
-    const uint64_t f = model.ffn;
-    params.dense += (h * f * up_outputs + f * h) / t;
-    if (model.bias) params.dense += f * up_outputs / t + h;
+    mlp(model.ffn, false);
+  }
+  return tensors;
+}
+
+LayerParams layer_params(const TransformerModel& model, uint32_t layer, uint32_t tp, uint32_t ep) {
+  LayerParams params;
+  for (const ParamTensor& tensor : layer_tensors(model, layer, tp, ep)) {
+    (tensor.expert ? params.expert : params.dense) += tensor.params;
   }
   return params;
 }
 
-uint64_t embedding_params(const TransformerModel& model, uint32_t tp) {
+std::vector<uint64_t> embedding_tensors(const TransformerModel& model, uint32_t tp) {
   // Megatron-LM shards the word embedding by vocabulary rows and keeps position embeddings whole.
-  return padded_vocab(model, tp) / tp * model.hidden +
-         (model.learned_positions ? static_cast<uint64_t>(model.seq) * model.hidden : 0);
+  std::vector<uint64_t> tensors{padded_vocab(model, tp) / tp * model.hidden};
+  if (model.learned_positions) tensors.push_back(static_cast<uint64_t>(model.seq) * model.hidden);
+  return tensors;
+}
+
+uint64_t embedding_params(const TransformerModel& model, uint32_t tp) {
+  uint64_t params = 0;
+  for (uint64_t tensor : embedding_tensors(model, tp)) params += tensor;
+  return params;
+}
+
+std::vector<uint64_t> head_tensors(const TransformerModel& model, uint32_t tp,
+                                   bool holds_embedding) {
+  std::vector<uint64_t> tensors{model.hidden};  // the final norm's weight
+  if (model.norm == NormKind::kLayerNorm) tensors.push_back(model.hidden);
+  if (!(model.tied_embeddings && holds_embedding)) {
+    tensors.push_back(padded_vocab(model, tp) / tp * model.hidden);
+  }
+  return tensors;
 }
 
 uint64_t head_params(const TransformerModel& model, uint32_t tp, bool holds_embedding) {
-  const uint64_t output =
-      model.tied_embeddings && holds_embedding ? 0 : padded_vocab(model, tp) / tp * model.hidden;
-  return norm_params(model) + output;
+  uint64_t params = 0;
+  for (uint64_t tensor : head_tensors(model, tp, holds_embedding)) params += tensor;
+  return params;
 }
 
 uint64_t total_parameters(const TransformerModel& model) {

@@ -117,6 +117,20 @@ uint64_t embedding_params(const TransformerModel& model, uint32_t tp);
 // Final norm plus the output layer (V/t x h) when it is not tied to an embedding on the same rank.
 uint64_t head_params(const TransformerModel& model, uint32_t tp, bool holds_embedding);
 
+// The parameter tensors behind those counts, one rank's shard of each, in the forward pass's
+// order (their gradients become ready in the reverse order). PyTorch's DDP and Megatron-LM fill
+// gradient buckets with whole tensors, so a bucket never splits one. Each list sums to its count
+// above; a layer's `expert` tensors are the ones reduced over the expert-data group.
+struct ParamTensor {
+  uint64_t params = 0;
+  bool expert = false;
+};
+std::vector<ParamTensor> layer_tensors(const TransformerModel& model, uint32_t layer, uint32_t tp,
+                                       uint32_t ep);
+std::vector<uint64_t> embedding_tensors(const TransformerModel& model, uint32_t tp);
+std::vector<uint64_t> head_tensors(const TransformerModel& model, uint32_t tp,
+                                   bool holds_embedding);
+
 // A matrix product's shape: `batch` products of (m x k) by (k x n); m = 0 when the operation is
 // not one. Written as the gemm_m, gemm_n, gemm_k, gemm_batch attributes of its compute node, which
 // a hardware preset's compute model reads (docs/models/compute.md).

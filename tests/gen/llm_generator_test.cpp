@@ -227,16 +227,42 @@ TEST(LlmComm, data_parallel_reduces_each_layers_gradients_once_per_iteration_for
   }
 }
 
-TEST(LlmComm, buckets_split_a_layers_gradients_without_changing_the_bytes) {
+// tiny_gpt's layer (h 256, ffn 1024, biases, LayerNorm), forward order, parameters: norm 256 +
+// 256, QKV 196,608 + 768, projection 65,536 + 256, norm 256 + 256, fc1 262,144 + 1,024, fc2
+// 262,144 + 256. 12 h^2 + 13 h in all.
+TEST(LlmComm, buckets_hold_whole_tensors_in_the_order_gradients_become_ready) {
   ParallelPlan plan = plan_of(2, 1, 1, 2);
   plan.bucket_bytes = 300000;
   const TransformerModel model = tiny_gpt();
+  const uint64_t h = 256;
   const LlmGenerator gen = generator(model, plan);
   const RankProgram program = gen.build(0);
-  const uint64_t grad_bytes = layer_params(model, 0, 1, 1).dense * 2;  // 12 h^2 + 13 h, bf16
   const Tally layer0 = tally(gen, program, GroupKind::kData, ALL_REDUCE, "L0.");
-  EXPECT_EQ(layer0.count, (grad_bytes + 299999) / 300000);
-  EXPECT_EQ(layer0.bytes, grad_bytes);
+  // Backward order, bf16, closed at 300,000 bytes: fc2 (bias, weight), fc1 (bias, weight), norm,
+  // projection and QKV (the bucket reaches 300,000 bytes with the QKV weight), then the first
+  // norm alone. No bucket splits a tensor, as in PyTorch's DDP and Megatron-LM.
+  const std::set<uint64_t> expected{2 * (256 + 262'144), 2 * (1'024 + 262'144),
+                                    2 * (2 * 256 + 256 + 65'536 + 768 + 196'608), 2 * (2 * 256)};
+  EXPECT_EQ(layer0.count, 4u);
+  EXPECT_EQ(layer0.sizes, expected);
+  EXPECT_EQ(layer0.bytes, 2 * (12 * h * h + 13 * h));
+  EXPECT_EQ(layer0.bytes, 2 * layer_params(model, 0, 1, 1).dense);
+}
+
+// A bucket smaller than every tensor gives one collective per tensor, not one per byte (1-byte
+// buckets used to split a layer into a collective per parameter byte and exhaust memory).
+TEST(LlmComm, a_bucket_smaller_than_a_tensor_is_one_collective_per_tensor) {
+  ParallelPlan plan = plan_of(2, 2, 1, 2);
+  plan.bucket_bytes = 1;
+  const TransformerModel model = tiny_gpt();
+  const LlmGenerator gen = generator(model, plan);
+  const RankProgram program = gen.build(0);
+  const Tally layer0 = tally(gen, program, GroupKind::kData, ALL_REDUCE, "L0.");
+  EXPECT_EQ(layer0.count, 12u);
+  EXPECT_EQ(layer0.bytes, 2 * layer_params(model, 0, 2, 1).dense);
+  EXPECT_EQ(layer_tensors(model, 0, 2, 1).size(), 12u);
+  // Word and position embeddings; the head's final norm (its output layer is tied).
+  EXPECT_EQ(tally(gen, program, GroupKind::kData, ALL_REDUCE, "embedding.").count, 2u);
 }
 
 TEST(LlmComm, context_parallel_gathers_keys_and_values_and_scatters_their_gradients) {
