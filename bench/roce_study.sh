@@ -27,6 +27,10 @@ cat > "$work/sys.json" <<'JSON'
  "all-reduce-implementation": ["ring", "ring"], "all-gather-implementation": ["ring", "ring"],
  "reduce-scatter-implementation": ["ring", "ring"], "all-to-all-implementation": ["direct", "direct"]}
 JSON
+# The one-dimension layouts (ring, flat) take one implementation per collective: a system file
+# listing more than the network's dimensions is refused.
+sed 's/\["ring", "ring"\]/["ring"]/g; s/\["direct", "direct"\]/["direct"]/' "$work/sys.json" \
+  > "$work/sys1.json"
 printf 'generator: clos2\nlogical: [[Ring, 128]]\n' > "$work/ring.yml"
 printf 'generator: clos2\n' > "$work/hier.yml"   # logical [[Switch, 16], [Switch, 8]]
 printf 'generator: clos2\nlogical: [[Switch, 128]]\n' > "$work/flat.yml"
@@ -74,9 +78,9 @@ PY
 }
 for c in ${CASES:-ring hier a2a step}; do
   case $c in
-    ring) run_case "ring all-reduce $size" "$work/ar" ring ;;
+    ring) run_case "ring all-reduce $size" "$work/ar" ring "$work/sys1.json" ;;
     hier) run_case "hierarchical all-reduce $size" "$work/ar" hier ;;
-    a2a) run_case "all-to-all $size" "$work/a2a" flat ;;
+    a2a) run_case "all-to-all $size" "$work/a2a" flat "$work/sys1.json" ;;
     step) run_case "training step (GPT 0.15B, DP 128)" "$work/step" hier "$work/sys_step.json" \
       -g "$work/step.json" ;;
     *) echo "roce_study: unknown case '$c' (ring, hier, a2a, step)" >&2; exit 1 ;;
