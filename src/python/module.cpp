@@ -15,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -296,10 +297,21 @@ sim::RunSettings settings_from(const py::kwargs& kwargs, sim::RunSettings settin
   for (const auto& [key, value] : kwargs) {
     const std::string name = key.cast<std::string>();
     if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
+    // pybind11's own failure is a bare "Unable to cast Python instance to C++ type".
+    auto as = [&name, value = value]<typename T>(std::type_identity<T>, const char* expected) {
+      try {
+        return value.template cast<T>();
+      } catch (const py::cast_error&) {
+        raise(Error::make(ErrorKind::kInvalidArgument, "{}: expected {}, found {} {}", name,
+                          expected,
+                          py::str(py::type::of(value).attr("__name__")).cast<std::string>(),
+                          py::repr(value).cast<std::string>()));
+      }
+    };
     if (name == "backend") {
-      settings.backend = value.cast<std::string>();
+      settings.backend = as(std::type_identity<std::string>{}, "a backend name");
     } else if (name == "timing") {
-      const std::string timing = value.cast<std::string>();
+      const std::string timing = as(std::type_identity<std::string>{}, "astra-sim or exact");
       if (timing != "astra-sim" && timing != "exact") {
         raise(Error::make(ErrorKind::kInvalidArgument, "timing '{}': expected astra-sim or exact",
                           timing));
@@ -307,28 +319,38 @@ sim::RunSettings settings_from(const py::kwargs& kwargs, sim::RunSettings settin
       settings.backend_options.rounding =
           timing == "exact" ? net::TimeRounding::kExact : net::TimeRounding::kAstraSim;
     } else if (name == "strict") {
-      settings.mode =
-          value.cast<bool>() ? chakra::ValidationMode::kStrict : chakra::ValidationMode::kLenient;
+      settings.mode = as(std::type_identity<bool>{}, "a bool") ? chakra::ValidationMode::kStrict
+                                                               : chakra::ValidationMode::kLenient;
     } else if (name == "fast_path") {
-      settings.fast_path = value.cast<bool>();
+      // True or False, or the command line's "auto" and "off".
+      if (py::isinstance<py::str>(value)) {
+        const std::string mode = value.cast<std::string>();
+        if (mode != "auto" && mode != "off") {
+          raise(Error::make(ErrorKind::kInvalidArgument,
+                            "fast_path '{}': expected True, False, 'auto' or 'off'", mode));
+        }
+        settings.fast_path = mode == "auto";
+      } else {
+        settings.fast_path = as(std::type_identity<bool>{}, "True, False, 'auto' or 'off'");
+      }
     } else if (name == "compute_scale") {
-      settings.compute_scale = value.cast<double>();
+      settings.compute_scale = as(std::type_identity<double>{}, "a number");
     } else if (name == "comm_scale") {
-      settings.comm_scale = value.cast<double>();
+      settings.comm_scale = as(std::type_identity<double>{}, "a number");
     } else if (name == "injection_scale") {
-      settings.injection_scale = value.cast<double>();
+      settings.injection_scale = as(std::type_identity<double>{}, "a number");
     } else if (name == "queues_per_dim") {
-      settings.queues_per_dim = value.cast<uint32_t>();
+      settings.queues_per_dim = as(std::type_identity<uint32_t>{}, "a whole number");
     } else if (name == "memory_capacity") {
       settings.memory_capacity = py::isinstance<py::str>(value)
                                      ? unwrap(parse_bytes(value.cast<std::string>()))
-                                     : value.cast<uint64_t>();
+                                     : as(std::type_identity<uint64_t>{}, "bytes or '80GiB'");
     } else if (name == "threads") {
-      settings.threads = value.cast<size_t>();
+      settings.threads = as(std::type_identity<size_t>{}, "a whole number");
     } else if (name == "roce") {
       settings.backend_options.roce =
           py::isinstance<py::str>(value)
-              ? unwrap(net::load_roce_config(value.cast<std::string>()))
+              ? unwrap(net::load_roce_config(as(std::type_identity<std::string>{}, "a path")))
               : unwrap(net::parse_roce_config(to_json_text(value), "roce configuration"));
     } else {
       raise(Error::make(ErrorKind::kInvalidArgument,

@@ -194,6 +194,20 @@ def test_errors_are_orrery_errors_with_the_clis_message(tmp_path):
         example_scenario(bandwith=3)
     with pytest.raises(orrery.Error, match="gen.llm needs model="):
         orrery.gen.llm(tp=2)
+    # A setting of the wrong type names it, not pybind11's "Unable to cast Python instance".
+    with pytest.raises(orrery.Error, match="compute_scale: expected a number, found str 'fast'"):
+        example_scenario().replace(compute_scale="fast")
+    with pytest.raises(orrery.Error, match="threads: expected a whole number, found int -1"):
+        example_scenario().replace(threads=-1)
+    with pytest.raises(orrery.Error, match="fast_path 'on': expected True, False, 'auto' or 'off'"):
+        example_scenario().replace(fast_path="on")
+
+
+def test_fast_path_takes_the_command_lines_words_too():
+    on = orrery.run(example_scenario(fast_path="auto"))
+    off = orrery.run(example_scenario(fast_path="off"))
+    assert on.to_json() != off.to_json()  # the fast path's note differs
+    assert on.finish_ns == off.finish_ns == orrery.run(example_scenario(fast_path=False)).finish_ns
 
 
 def test_threads_run_simulations_at_once_with_the_results_of_running_alone():
