@@ -288,7 +288,8 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-f,--stepfactor", options->factor, "multiply the size by this per step (2)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   cmd->add_option("--compare", options->compare,
-                  "a measured nccl-tests output (its table or a .tsv of ../shared/data/hardware): "
+                  "a measured nccl-tests output (its printed table, or a table of the size in "
+                  "bytes first and a header naming the time column, such as oop_time_us): "
                   "simulate its sizes and print the error per row");
   cmd->add_option("--backend", options->backend, "network backend (analytical)");
   cmd->add_option("--timing", options->timing, "astra-sim (whole ns) or exact (ps)")

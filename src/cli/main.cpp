@@ -27,7 +27,7 @@ struct ExternalVerb {
   const char* description;
 };
 constexpr ExternalVerb kExternalVerbs[] = {
-    {"replay", "Replay a PyTorch execution trace as a runnable benchmark (libtorch, MPI)"},
+    {"replay", "Replay a PyTorch execution trace as a runnable benchmark (libtorch; MPI or Gloo)"},
     {"synth", "Train a generative model of traces (LayerDAG) and sample synthetic traces"},
     {"partition", "Partition a trained network over workers for parallel inference (RePurpose)"},
     {"sweep",

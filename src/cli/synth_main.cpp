@@ -473,18 +473,21 @@ int main(int argc, char** argv) {
       ->add_option("--surrogate-steps", es.surrogate_options.steps,
                    "Training steps of the surrogate regressor")
       ->capture_default_str();
+  // A word checked by name, then mapped: a CheckedTransformer to the enum would print its
+  // mapping ("{log-sum->0,sum->1} OR {0,1}") in the help and in its error.
+  const std::string log_sum(synth::readout_name(synth::SurrogateReadout::kLogSum));
+  const std::string sum(synth::readout_name(synth::SurrogateReadout::kSum));
   eval_cmd
-      ->add_option("--surrogate-readout", es.surrogate_options.readout,
-                   "How the surrogate pools its node states: log-sum (the log of summed positive "
-                   "node costs) or sum (their sum, batch-normalized)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, synth::SurrogateReadout>{
-              {std::string(synth::readout_name(synth::SurrogateReadout::kLogSum)),
-               synth::SurrogateReadout::kLogSum},
-              {std::string(synth::readout_name(synth::SurrogateReadout::kSum)),
-               synth::SurrogateReadout::kSum}},
-          CLI::ignore_case))
-      ->default_str("log-sum");
+      ->add_option_function<std::string>(
+          "--surrogate-readout",
+          [&es, sum](const std::string& name) {
+            es.surrogate_options.readout =
+                name == sum ? synth::SurrogateReadout::kSum : synth::SurrogateReadout::kLogSum;
+          },
+          "How the surrogate pools its node states: log-sum (the log of summed positive "
+          "node costs) or sum (their sum, batch-normalized)")
+      ->check(CLI::IsMember({log_sum, sum}, CLI::ignore_case))
+      ->default_str(log_sum);
   eval_cmd->add_flag("--no-surrogate", eval.no_surrogate, "Skip the surrogate test");
   eval_cmd->add_option("--threads", es.threads, "Threads (simulations, libtorch; 0: one per core)")
       ->check(cli::thread_count())
