@@ -399,11 +399,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option(
       "--csv-dir", options->csv_dir,
       "write ranks.csv, collectives.csv, links.csv and dimensions.csv into this folder");
-  cmd->add_option(
+  CLI::Option* timeline = cmd->add_option(
       "--timeline", options->timeline,
       "write a Chrome/Perfetto trace (ui.perfetto.dev, chrome://tracing): a process per rank");
+  // Alone it would be ignored: the flag says a timeline is wanted, so ask for the file.
   cmd->add_option("--timeline-ranks", options->timeline_ranks,
-                  "ranks to put in the timeline, e.g. 0-15,1024 (default: all)");
+                  "ranks to put in the timeline, e.g. 0-15,1024 (default: all)")
+      ->needs(timeline);
   cmd->add_option("--memory-capacity", options->memory_capacity,
                   "accelerator memory per rank, e.g. 80GiB: warn when a rank's peak exceeds it");
   cmd->add_option(

@@ -89,6 +89,12 @@ TEST(RunOutputs, timeline_ranks_bound_the_file) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("--timeline-ranks: range '9-2' runs backwards"), std::string::npos)
       << bad.err;
+  // Without --timeline the ranks would choose nothing: refused, not ignored.
+  const CommandResult alone =
+      run_orrery({"run", "-q", "-w", dir.file("w/step"), "-s", dir.file("sys.json"), "-n",
+                  dir.file("net.yml"), "--timeline-ranks", "0-3"});
+  EXPECT_EQ(alone.exit_code, 1);
+  EXPECT_NE(alone.err.find("--timeline-ranks requires --timeline"), std::string::npos) << alone.err;
 }
 
 TEST(RunOutputs, csv_tables_hold_the_json_fields) {
