@@ -70,16 +70,22 @@ inline CLI::Validator thread_count() {
 }
 
 // CLI11 2.3 converts "-1" for an option of an unsigned type by wrapping it around (to
-// 18446744073709551615, a table of that many rows); every such option of `app` and its
-// subcommands refuses a minus sign instead. Call once the options are declared.
+// 18446744073709551615, a table of that many rows), and a number beyond 2^64 - 1 to 2^64 - 1;
+// every such option of `app` and its subcommands refuses both instead. Call once the options are
+// declared.
 inline void refuse_negative_whole_numbers(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     if (option->get_type_name().rfind("UINT", 0) != 0) continue;
     option->check(CLI::Validator(
         [](std::string& text) -> std::string {
           const size_t first = text.find_first_not_of(" \t");
-          if (first == std::string::npos || text[first] != '-') return std::string();
-          return "expected a whole number of 0 or more, found '" + text + "'";
+          if (first == std::string::npos) return std::string();
+          if (text[first] == '-')
+            return "expected a whole number of 0 or more, found '" + text + "'";
+          errno = 0;
+          (void)std::strtoull(text.c_str() + first, nullptr, 10);
+          if (errno == ERANGE) return "'" + text + "' is beyond 2^64 - 1";
+          return std::string();
         },
         ""));
   }
