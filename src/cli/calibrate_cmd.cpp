@@ -1,7 +1,6 @@
 // `orrery calibrate`: the compute model of a hardware preset fitted to measured operator times
 // (hardware/calibrate.h), printed as a `compute:` block to paste into a copy of the preset, with
 // the fit's error per kind of operation.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -9,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "core/text_file.h"
 #include "hardware/calibrate.h"
 #include "hardware/preset.h"
 
@@ -31,9 +31,9 @@ int run(const CalibrateOptions& options) {
   if (!fit) return report_error(fit.error().with_context(options.table));
   const std::string block = hw::compute_block_yaml(*fit, options.table);
   if (!options.output.empty()) {
-    std::ofstream out(options.output, std::ios::binary);
-    out << block;
-    if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", options.output));
+    if (Status written = write_text_file(options.output, block); !written) {
+      return report_error(written.error());
+    }
   }
   std::cout << block;
   std::cout << fmt::format("\nfit of {} rows on {} ({} iterations of the memory-bound split)\n",

@@ -9,7 +9,6 @@
 //                [--pareto frontier.svg] [--pareto-html frontier.html] [--pareto-points N]
 //                [--simulate [DIR]]
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/validators.h"
+#include "core/text_file.h"
 #include "design/libra_input.h"
 #include "design/libra_report.h"
 #include "design/libra_simulation.h"
@@ -51,15 +51,6 @@ struct LibraOptions {
   std::string system;
   int64_t rank = -1;  // -1: not given
 };
-
-Status write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", path);
-  out << text;
-  out.close();
-  if (!out) return Error::make(ErrorKind::kIo, "{}: write failed", path);
-  return Status::ok();
-}
 
 // The problem the files and flags describe. `derived` gets the derived workload's summary line.
 Expected<design::Problem> assemble(const LibraOptions& options, std::string& derived) {
@@ -218,9 +209,11 @@ int run_libra(const LibraOptions& options) {
       if (!ns) return report_error(ns.error().with_context("--simulate"));
       if (!options.simulate_dir.empty()) {
         const std::string path = options.simulate_dir + "/" + name + ".yml";
-        std::ofstream out(path, std::ios::binary);
-        out << design::libra_network_yaml(*problem, *workload, allocation->bandwidth);
-        if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", path));
+        if (Status written = write_text_file(
+                path, design::libra_network_yaml(*problem, *workload, allocation->bandwidth));
+            !written) {
+          return report_error(written.error());
+        }
       }
       times.emplace_back(name, *ns);
       if (name == "optimum") optimum_ns = *ns;
@@ -250,15 +243,15 @@ int run_libra(const LibraOptions& options) {
     }
     if (!options.pareto.empty()) {
       if (Status s =
-              write_file(options.pareto, design::frontier_svg(*problem, *solution, frontier));
+              write_text_file(options.pareto, design::frontier_svg(*problem, *solution, frontier));
           !s) {
         return report_error(s.error());
       }
       fmt::print("wrote {} ({} budgets)\n", options.pareto, frontier.size());
     }
     if (!options.pareto_html.empty()) {
-      if (Status s =
-              write_file(options.pareto_html, design::frontier_html(*problem, *solution, frontier));
+      if (Status s = write_text_file(options.pareto_html,
+                                     design::frontier_html(*problem, *solution, frontier));
           !s) {
         return report_error(s.error());
       }
@@ -280,7 +273,7 @@ int run_libra(const LibraOptions& options) {
       }
       json["frontier"] = points;
     }
-    if (Status s = write_file(options.output, json.dump(2) + "\n"); !s) {
+    if (Status s = write_text_file(options.output, json.dump(2) + "\n"); !s) {
       return report_error(s.error());
     }
     fmt::print("wrote {}\n", options.output);

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "core/text_file.h"
 #include "partition/dataset.h"
 #include "partition/inference_trace.h"
 #include "partition/model_file.h"
@@ -53,15 +53,6 @@ struct Options {
   uint64_t seed = 1;
   int32_t grid_points = 17;
 };
-
-Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", path);
-  out << text;
-  out.close();
-  if (!out) return Error::make(ErrorKind::kIo, "{}: write failed", path);
-  return Status::ok();
-}
 
 Expected<partition::TensorShape> parse_shape(const std::string& text) {
   partition::TensorShape shape;
@@ -228,7 +219,7 @@ int run(const Options& o) {
     const std::string title =
         fmt::format("{} on {} workers: accuracy against cross-worker traffic",
                     std::filesystem::path(o.model).filename().string(), o.workers);
-    if (Status s = write_text(o.chart, partition::study_svg(*study, title)); !s) {
+    if (Status s = write_text_file(o.chart, partition::study_svg(*study, title)); !s) {
       return report_error(s.error());
     }
   }

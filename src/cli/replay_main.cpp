@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <tuple>
 
 #include <fmt/core.h>
@@ -17,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "convert/rank_directory.h"
+#include "core/text_file.h"
 #include "replay/replay.h"
 
 #ifndef ORRERY_VERSION
@@ -24,16 +24,6 @@
 #endif
 
 namespace {
-
-orrery::Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) {
-    return orrery::Error::make(orrery::ErrorKind::kIo, "{}: cannot write", path);
-  }
-  return orrery::Status::ok();
-}
 
 // The rank a launcher gave this process (torchrun, or `--backend gloo` itself): RANK and
 // WORLD_SIZE, as torch.distributed reads them. nullopt when either is unset; an error when one is
@@ -299,15 +289,17 @@ int main(int argc, char** argv) {
   if (me != 0) return 0;
   const nlohmann::json job = replay::job_json(outcome->ranks);
   if (!json_path.empty()) {
-    if (Status written = write_text(json_path, job.dump(2) + "\n"); !written)
+    if (Status written = orrery::write_text_file(json_path, job.dump(2) + "\n"); !written)
       return cli::report_error(written.error());
   }
   if (!html_path.empty()) {
-    if (Status written = write_text(html_path, replay::format_html(job, top)); !written)
+    if (Status written = orrery::write_text_file(html_path, replay::format_html(job, top));
+        !written)
       return cli::report_error(written.error());
   }
   if (!calibration_path.empty()) {
-    if (Status written = write_text(calibration_path, replay::calibration_table(outcome->report));
+    if (Status written =
+            orrery::write_text_file(calibration_path, replay::calibration_table(outcome->report));
         !written)
       return cli::report_error(written.error());
   }

@@ -2,7 +2,6 @@
 //
 //   orrery report result.json -o report.html [--top N] [--top-links N] [--max-rank-bars N]
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/text_file.h"
 #include "report/html_report.h"
 
 namespace orrery::cli {
@@ -34,10 +34,9 @@ int run_report(const ReportOptions& options) {
   }
   std::string output = options.output;
   if (output.empty()) output = std::filesystem::path(options.input).replace_extension(".html");
-  std::ofstream out(output, std::ios::binary);
-  out << *html;
-  out.close();
-  if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", output));
+  if (Status written = write_text_file(output, *html); !written) {
+    return report_error(written.error());
+  }
   fmt::print("wrote {}\n", output);
   return 0;
 }

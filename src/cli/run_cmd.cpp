@@ -4,7 +4,6 @@
 // its own. Prints one line per rank in ASTRA-sim's form, then a summary; --output writes the same
 // and more as JSON.
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -17,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "core/rank_set.h"
+#include "core/text_file.h"
 #include "core/units.h"
 #include "hardware/preset.h"
 #include "network/backend_registry.h"
@@ -142,9 +142,11 @@ int run_jobs(RunOptions& options) {
       format_count(result->links.size()), format_count(shared_links),
       format_count(result->messages), format_count(result->events), wall);
   if (!options.output.empty()) {
-    std::ofstream out(options.output);
-    out << report::jobs_result_json_text(*jobs, *result, wall);
-    if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", options.output));
+    if (Status written =
+            write_text_file(options.output, report::jobs_result_json_text(*jobs, *result, wall));
+        !written) {
+      return report_error(written.error());
+    }
   }
   return 0;
 }
@@ -294,9 +296,11 @@ int run(RunOptions& options) {
   }
 
   if (!options.output.empty()) {
-    std::ofstream out(options.output);
-    out << report::run_result_json_text(*result, wall);
-    if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", options.output));
+    if (Status written =
+            write_text_file(options.output, report::run_result_json_text(*result, wall));
+        !written) {
+      return report_error(written.error());
+    }
   }
   if (!options.csv_dir.empty()) {
     if (Status status = report::write_run_csv(*result, options.csv_dir); !status)

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -17,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/validators.h"
+#include "core/text_file.h"
 #include "core/units.h"
 #include "design/sweep_answers.h"
 #include "design/sweep_file.h"
@@ -159,10 +159,9 @@ int run_report_command(const SweepOptions& options) {
       design::sweep_report_html(*stored, design::answer_sweep(*stored, options.top));
   std::string output = options.report_out;
   if (output.empty()) output = options.report_db + ".html";
-  std::ofstream out(output, std::ios::binary);
-  out << html;
-  out.close();
-  if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", output));
+  if (Status written = write_text_file(output, html); !written) {
+    return report_error(written.error());
+  }
   fmt::print("wrote {}\n", output);
   return 0;
 }

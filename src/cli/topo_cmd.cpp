@@ -5,7 +5,6 @@
 //   orrery topo summarize FILE [--json]
 //   orrery topo draw FILE [-o FILE.dot] [--max-nodes N]
 // FILE is a graph topology file (docs/formats/topology.md) or an ASTRA-sim network file.
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "core/text_file.h"
 #include "network/graph_summary.h"
 #include "network/graph_yaml.h"
 
@@ -35,11 +35,7 @@ Status write_text(const std::string& path, const std::string& text) {
     fmt::print("{}", text);
     return {};
   }
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write the file", path);
-  return {};
+  return write_text_file(path, text);
 }
 
 // The file as a graph: graph files directly, ASTRA-sim files materialized.

@@ -222,7 +222,10 @@ int run_to_json(const ConvertOptions& options) {
     std::ofstream out(options.output, std::ios::binary);
     if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot create", options.output));
     Status status = chakra::trace_to_json(files->paths.front(), out);
-    return status ? 0 : report_error(status.error());
+    // A short document is still in the stream's buffer: a full disk shows only at the flush.
+    if (status && out.flush()) return 0;
+    if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot write", options.output));
+    return report_error(status.error());
   }
   if (options.output.empty()) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,
@@ -244,8 +247,9 @@ int run_to_json(const ConvertOptions& options) {
       errors[rank] = Error::make(ErrorKind::kIo, "{}: cannot create", path);
       return;
     }
-    if (Status status = chakra::trace_to_json(files->paths[rank], out); !status)
-      errors[rank] = status.error();
+    Status status = chakra::trace_to_json(files->paths[rank], out);
+    if (status && out.flush()) return;
+    errors[rank] = !out ? Error::make(ErrorKind::kIo, "{}: cannot write", path) : status.error();
   });
   for (const auto& error : errors) {
     if (error) return report_error(*error);

@@ -28,4 +28,18 @@ Expected<std::string> read_text_file(const std::filesystem::path& path, std::str
   return std::move(text).str();
 }
 
+Status write_text_file(const std::filesystem::path& path, std::string_view text) {
+  errno = 0;
+  std::ofstream out(path, std::ios::binary);
+  if (!out) {
+    const int error = errno;
+    return Error::make(ErrorKind::kIo, "{}: cannot create{}{}", path.string(),
+                       error != 0 ? ": " : "", error != 0 ? std::strerror(error) : "");
+  }
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", path.string());
+  return Status::ok();
+}
+
 }  // namespace orrery

@@ -19,4 +19,9 @@ namespace orrery {
 // "the perturbation file".
 Expected<std::string> read_text_file(const std::filesystem::path& path, std::string_view what = {});
 
+// Writes `text` to `path` (replacing it) and closes it, so that a full disk, which a short text
+// meets only when the stream's buffer is flushed, is an error too. Errors (kIo): "<path>: cannot
+// create: <reason>", "<path>: cannot write".
+Status write_text_file(const std::filesystem::path& path, std::string_view text);
+
 }  // namespace orrery

@@ -43,5 +43,21 @@ TEST(TextFile, a_missing_file_and_a_folder_are_errors_naming_the_path) {
   EXPECT_EQ(read_text_file(dir).error().message(), dir.string() + ": is a folder, not a file");
 }
 
+TEST(TextFile, writes_back_what_it_reads_and_names_a_write_that_fails) {
+  const std::filesystem::path dir = test::scratch_dir("text-file");
+  const std::string bytes = std::string("x\0y", 3) + std::string(70'000, 'z');
+  ASSERT_TRUE(write_text_file(dir / "out", bytes));
+  EXPECT_EQ(*read_text_file(dir / "out"), bytes);
+  Status folder = write_text_file(dir, "x");
+  ASSERT_FALSE(folder);
+  EXPECT_EQ(folder.error().message(), dir.string() + ": cannot create: Is a directory");
+  // A short text sits in the stream's buffer until the close: a full disk must still show.
+  if (std::filesystem::exists("/dev/full")) {
+    Status full = write_text_file("/dev/full", "short");
+    ASSERT_FALSE(full);
+    EXPECT_EQ(full.error().message(), "/dev/full: cannot write");
+  }
+}
+
 }  // namespace
 }  // namespace orrery

@@ -141,6 +141,20 @@ TEST(TraceCli, help_describes_every_trace_verb) {
 
 // ---- bad input ----
 
+// A full disk: the error names the file written, for a document larger than the stream's buffer
+// (met while writing) and for a short one (met only when it is flushed).
+TEST(TraceCliBadInput, a_full_disk_names_the_output) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  TempDir dir;
+  test::write_trace(dir.file("one.et"), {test::comp_node(1)});
+  for (const std::string& trace : {stg_prefix() + ".0.et", dir.file("one.et")}) {
+    expect_clean_failure(run_orrery({"trace", "to-json", trace, "-o", "/dev/full"}),
+                         "/dev/full: cannot write");
+  }
+  expect_clean_failure(run_orrery({"topo", "generate", "torus", "-o", "/dev/full"}),
+                       "/dev/full: cannot write");
+}
+
 TEST(TraceCliBadInput, a_missing_file) {
   expect_clean_failure(run_orrery({"trace", "inspect", "/no/such/trace.et"}),
                        "/no/such/trace.et: no such file, and no rank files");
