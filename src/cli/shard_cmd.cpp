@@ -504,7 +504,8 @@ void add_shard_command(CLI::App& app, int& exit_code) {
   pl->add_option("--time-limit", plan->time_limit, "Seconds for the exact partitioner (default 60)")
       ->check(finite_number(0.001, 1e6));
   pl->add_option("--search-budget", plan->search_budget,
-                 "Re-partitions the local search may try (default 40,000 / tables, 16 to 2,000)");
+                 "Re-partitions the local search may try (default 40,000 / tables, 16 to 2,000)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000'000}));
   pl->add_option("--show-tables", plan->show_tables, "Tables listed (default 30)");
   pl->add_option("-o,--output", plan->output, "Write the plan (every shard) as JSON");
   pl->add_flag("--json", plan->json, "Print the summary (rating, bound, per rank) as JSON");

@@ -70,11 +70,22 @@ inline CLI::Validator thread_count() {
 }
 
 // CLI11 2.3 converts "-1" for an option of an unsigned type by wrapping it around (to
-// 18446744073709551615, a table of that many rows), and a number beyond 2^64 - 1 to 2^64 - 1;
-// every such option of `app` and its subcommands refuses both instead. Call once the options are
-// declared.
+// 18446744073709551615, a table of that many rows), and a number beyond 2^64 - 1 to 2^64 - 1
+// (beyond 2^63 - 1 to that for a signed one); every such option of `app` and its subcommands
+// refuses them instead. Call once the options are declared.
 inline void refuse_negative_whole_numbers(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
+    // A signed whole number beyond 2^63 - 1 CLI11 also takes as the largest.
+    if (option->get_type_name().rfind("INT", 0) == 0) {
+      option->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            errno = 0;
+            (void)std::strtoll(text.c_str(), nullptr, 10);
+            return errno == ERANGE ? "'" + text + "' is beyond 2^63 - 1" : std::string();
+          },
+          ""));
+      continue;
+    }
     if (option->get_type_name().rfind("UINT", 0) != 0) continue;
     option->check(CLI::Validator(
         [](std::string& text) -> std::string {

@@ -285,6 +285,17 @@ TEST(ShardModel, bad_cluster_and_tables_are_named) {
   Status table = validate_shard_table({"ads", 10, 8, 0.0, gen::DType::kFp32});
   ASSERT_FALSE(table);
   EXPECT_NE(table.error().message().find("table 'ads': pooling factor 0"), std::string::npos);
+  // Bandwidths within the range of every link bandwidth: 1e300 GB/s made every time 0.
+  ShardCluster fast;
+  fast.inter_host_bw = 1e300 * kGiBpsToBytesPerMs;
+  Status too_fast = validate_shard_cluster(fast);
+  ASSERT_FALSE(too_fast);
+  EXPECT_NE(too_fast.error().message().find(
+                "--inter-host-bw: expected a number from 0.001 to 1e+09 GB/s, found 1e+300"),
+            std::string::npos)
+      << too_fast.error().message();
+  fast.inter_host_bw = 12.5 * kGiBpsToBytesPerMs;
+  EXPECT_TRUE(validate_shard_cluster(fast));
   EXPECT_FALSE(parse_shard_kernel("gpu"));
   EXPECT_EQ(*parse_shard_kernel("uvm-caching"), ShardKernel::kUvmCaching);
 }

@@ -352,6 +352,8 @@ TEST_F(HostileInput, negative_whole_numbers_and_thread_counts_are_refused) {
   // Beyond 2^64 - 1 CLI11 took 2^64 - 1.
   expect_error(run({"replay", "--seed", "99999999999999999999", "x.json"}),
                "--seed: '99999999999999999999' is beyond 2^64 - 1");
+  expect_error(run({"replay", "--iteration", "99999999999999999999", "x.json"}),
+               "--iteration: '99999999999999999999' is beyond 2^63 - 1");
   expect_error(run({"sweep", "s.yml", "--threads", "99999999999999999999"}),
                "--threads: expected a thread count from 0 (one per core) to 4096, found "
                "'99999999999999999999'");
