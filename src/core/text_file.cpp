@@ -9,11 +9,7 @@
 namespace orrery {
 
 Expected<std::string> read_text_file(const std::filesystem::path& path, std::string_view what) {
-  std::error_code status_error;
-  if (std::filesystem::is_directory(path, status_error)) {
-    return Error::make(ErrorKind::kIo, "{}: is a folder, not {}", path.string(),
-                       what.empty() ? std::string_view("a file") : what);
-  }
+  if (Status file = refuse_folder(path, what); !file) return file.error();
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -26,6 +22,15 @@ Expected<std::string> read_text_file(const std::filesystem::path& path, std::str
   text << in.rdbuf();
   if (in.bad()) return Error::make(ErrorKind::kIo, "{}: read failed", path.string());
   return std::move(text).str();
+}
+
+Status refuse_folder(const std::filesystem::path& path, std::string_view what) {
+  std::error_code status_error;
+  if (std::filesystem::is_directory(path, status_error)) {
+    return Error::make(ErrorKind::kIo, "{}: is a folder, not {}", path.string(),
+                       what.empty() ? std::string_view("a file") : what);
+  }
+  return Status::ok();
 }
 
 Status write_text_file(const std::filesystem::path& path, std::string_view text) {

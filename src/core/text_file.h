@@ -19,6 +19,10 @@ namespace orrery {
 // "the perturbation file".
 Expected<std::string> read_text_file(const std::filesystem::path& path, std::string_view what = {});
 
+// "<path>: is a folder, not <what>" (or "a file") when `path` names a folder, ok otherwise, for a
+// reader that streams its file rather than reading it whole: a folder would read as no bytes.
+Status refuse_folder(const std::filesystem::path& path, std::string_view what = {});
+
 // Writes `text` to `path` (replacing it) and closes it, so that a full disk, which a short text
 // meets only when the stream's buffer is flushed, is an error too. Errors (kIo): "<path>: cannot
 // create: <reason>", "<path>: cannot write".

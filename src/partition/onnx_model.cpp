@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "core/text_file.h"
 #include "partition/model_file.h"
 
 namespace orrery::partition {
@@ -406,6 +407,7 @@ class OnnxReader {
 }  // namespace
 
 Expected<Model> read_onnx_model(const std::string& path) {
+  if (Status file = refuse_folder(path, "a model"); !file) return file.error();
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
   onnx::ModelProto proto;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/text_file.h"
 #include "partition/model_file.h"
 
 namespace orrery::partition {
@@ -805,6 +806,7 @@ Expected<Model> read_torch_model(const std::string& path) {
 }
 
 Expected<Model> read_model(const std::string& path) {
+  if (Status file = refuse_folder(path, "a model"); !file) return file.error();
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
   char magic[4] = {0, 0, 0, 0};

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/text_file.h"
+
 namespace orrery::synth {
 namespace {
 
@@ -33,6 +35,7 @@ Status write_model_file(const std::string& path, const ModelFile& file) {
 }
 
 Expected<ModelFile> read_model_file(const std::string& path) {
+  if (Status file = refuse_folder(path, "the model file"); !file) return file.error();
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open the model file", path);
   std::string magic;

@@ -41,6 +41,10 @@ TEST(TextFile, a_missing_file_and_a_folder_are_errors_naming_the_path) {
   EXPECT_EQ(folder.error().kind(), ErrorKind::kIo);
   EXPECT_EQ(folder.error().message(), dir.string() + ": is a folder, not the perturbation file");
   EXPECT_EQ(read_text_file(dir).error().message(), dir.string() + ": is a folder, not a file");
+  // For readers that stream their file: a folder is refused, anything else is the opener's.
+  EXPECT_EQ(refuse_folder(dir, "a model").error().message(),
+            dir.string() + ": is a folder, not a model");
+  EXPECT_TRUE(refuse_folder(missing));
 }
 
 TEST(TextFile, writes_back_what_it_reads_and_names_a_write_that_fails) {

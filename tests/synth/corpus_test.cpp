@@ -120,6 +120,10 @@ TEST(ModelFile, round_trips_and_names_what_is_wrong) {
   Expected<ModelFile> junk = read_model_file(dir.file("junk.pt"));
   ASSERT_FALSE(junk);
   EXPECT_NE(junk.error().message().find("not an orrery synth model file"), std::string::npos);
+  fs::create_directory(dir.file("folder.pt"));
+  Expected<ModelFile> folder = read_model_file(dir.file("folder.pt"));
+  ASSERT_FALSE(folder);
+  EXPECT_EQ(folder.error().message(), dir.file("folder.pt") + ": is a folder, not the model file");
   fs::resize_file(dir.file("m.pt"), fs::file_size(dir.file("m.pt")) - 2);
   Expected<ModelFile> cut = read_model_file(dir.file("m.pt"));
   ASSERT_FALSE(cut);
