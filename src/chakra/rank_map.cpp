@@ -1,7 +1,6 @@
 #include "chakra/rank_map.h"
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -363,8 +362,6 @@ Expected<RankMap> read_rank_map(const std::string& path) {
 }
 
 Status write_rank_map(const std::string& path, const RankMap& map) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", path);
   std::string text = fmt::format("{{\n  \"format\": \"{}\",\n  \"version\": {},\n  \"classes\": [",
                                  kFormat, kVersion);
   for (size_t k = 0; k < map.classes.size(); ++k) {
@@ -397,10 +394,7 @@ Status write_rank_map(const std::string& path, const RankMap& map) {
     text += "}";
   }
   text += "\n  ]\n}\n";
-  out << text;
-  out.close();
-  if (!out) return Error::make(ErrorKind::kIo, "{}: write failed", path);
-  return Status::ok();
+  return write_text_file(path, text);
 }
 
 }  // namespace orrery::chakra

@@ -298,6 +298,7 @@ int run_dot(const ConvertOptions& options) {
   std::ofstream out(options.output);
   if (!out) return report_error(Error::make(ErrorKind::kIo, "{}: cannot create", options.output));
   chakra::write_dot(views, out);
+  out.close();  // a full disk may show only at the final flush
   return out ? 0 : report_error(Error::make(ErrorKind::kIo, "{}: write failed", options.output));
 }
 

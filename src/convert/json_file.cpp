@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <string_view>
-#include <system_error>
+
+#include "core/text_file.h"
 
 namespace orrery::convert {
 
@@ -47,10 +47,7 @@ size_t expected_size(const std::string& path) {
 // Reads up to `limit` bytes of the decompressed stream of `path` (everything when limit is 0).
 Expected<std::string> read_gz(const std::string& path, size_t limit) {
   // A folder opens and seeks to a meaningless end (LONG_MAX on ext4): refuse it before the hint.
-  std::error_code status_error;
-  if (std::filesystem::is_directory(path, status_error)) {
-    return Error::make(ErrorKind::kIo, "{}: is a folder, not a file", path);
-  }
+  if (Status file = refuse_folder(path); !file) return file.error();
   const size_t hint = limit == 0 ? expected_size(path) : limit;
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) {

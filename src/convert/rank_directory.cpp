@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "chakra/comm_groups.h"
 #include "chakra/trace_set.h"
 #include "convert/json_file.h"
 #include "core/parallel.h"
+#include "core/text_file.h"
 #include "core/units.h"
-#include "chakra/comm_groups.h"
 
 namespace orrery::convert {
 
@@ -267,10 +267,8 @@ Expected<DirectoryReport> convert_rank_directory(const std::string& dir, const s
   }
   report.comm_group_path = prefix + ".json";
   report.comm_group_text = groups.dump() + "\n";
-  {
-    std::ofstream out(report.comm_group_path, std::ios::binary);
-    out << report.comm_group_text;
-    if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", report.comm_group_path);
+  if (Status written = write_text_file(report.comm_group_path, report.comm_group_text); !written) {
+    return written.error();
   }
 
   // Rank files left from an earlier, larger conversion would be read as more ranks: `orrery run`

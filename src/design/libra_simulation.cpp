@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
+#include "core/text_file.h"
 #include "gen/common.h"
 #include "network/graph_yaml.h"
 #include "sim/simulation.h"
@@ -36,15 +36,6 @@ int64_t comm_type(CollectiveKind kind) {
       break;
   }
   return ChakraProtoMsg::ALL_REDUCE;
-}
-
-Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", path);
-  out << text;
-  out.close();
-  if (!out) return Error::make(ErrorKind::kIo, "{}: write failed", path);
-  return Status::ok();
 }
 
 // The phase order of one iteration: forward over layers, then backward in reverse.
@@ -318,7 +309,8 @@ Expected<LibraWorkload> build_libra_workload(const Problem& problem, uint32_t ch
                           g + 1 < group_members.size() ? "," : "");
     }
     text += "}\n";
-    if (Status s = write_text((std::filesystem::path(folder) / "comm_groups.json").string(), text);
+    if (Status s =
+            write_text_file((std::filesystem::path(folder) / "comm_groups.json").string(), text);
         !s) {
       return s.error();
     }
@@ -342,7 +334,8 @@ Expected<LibraWorkload> build_libra_workload(const Problem& problem, uint32_t ch
   workload.system = std::make_shared<const sys::SystemConfig>(std::move(*config));
   workload.system_json = system;
   if (!folder.empty()) {
-    if (Status s = write_text((std::filesystem::path(folder) / "system.json").string(), system);
+    if (Status s =
+            write_text_file((std::filesystem::path(folder) / "system.json").string(), system);
         !s) {
       return s.error();
     }

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "core/json_config.h"
+#include "core/text_file.h"
 
 namespace orrery::gen {
 
@@ -482,12 +482,7 @@ std::string dlrm_shard_plan_json(const DlrmShardPlan& plan) {
 }
 
 Status write_dlrm_shard_plan(const DlrmShardPlan& plan, const std::string& path) {
-  std::ofstream file(path, std::ios::binary);
-  if (!file) return Error::make(ErrorKind::kIo, "{}: cannot open for writing", path);
-  const std::string text = dlrm_shard_plan_json(plan);
-  file.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!file) return Error::make(ErrorKind::kIo, "{}: write failed", path);
-  return Status::ok();
+  return write_text_file(path, dlrm_shard_plan_json(plan));
 }
 
 }  // namespace orrery::gen

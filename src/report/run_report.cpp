@@ -200,6 +200,7 @@ Status write_csv(const std::string& path, const std::vector<std::string>& column
     }
     out << "\n";
   }
+  out.close();  // a full disk may show only at the final flush
   if (!out) return Error::make(ErrorKind::kIo, "{}: write failed", path);
   return Status::ok();
 }

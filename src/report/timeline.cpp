@@ -177,6 +177,7 @@ Status TimelineRecorder::write(const std::string& path) const {
         micros(record.start), micros(record.end - record.start), record.rank, tid, slice.args));
   }
   out << "\n]}\n";
+  out.close();  // a full disk may show only at the final flush
   if (!out) return Error::make(ErrorKind::kIo, "{}: write failed", path);
   return Status::ok();
 }

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <optional>
 
 #include "core/checked.h"
 #include "core/event_engine.h"
 #include "core/parallel.h"
+#include "core/text_file.h"
 #include "core/units.h"
 #include "network/backend_registry.h"
 #include "sim/rank_classes.h"
@@ -554,9 +554,9 @@ Expected<RunResult> run_simulation(const RunConfig& config,
   if (!result) return result;
   for (const std::string& warning : result->warnings) warn(warning);
   if (!config.roce_stats.empty()) {
-    std::ofstream out(config.roce_stats, std::ios::binary);
-    out << result->network_stats_json;
-    if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", config.roce_stats);
+    if (Status written = write_text_file(config.roce_stats, result->network_stats_json); !written) {
+      return written.error();
+    }
   }
   return result;
 }

@@ -1,7 +1,6 @@
 #include "synth/graphs.h"
 
 #include <cmath>
-#include <fstream>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -143,11 +142,7 @@ nlohmann::json graph_set_to_json(const GraphSet& set) {
 }
 
 Status write_graph_set(const std::string& path, const GraphSet& set) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << graph_set_to_json(set).dump() << "\n";
-  out.close();
-  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write the graph set", path);
-  return {};
+  return write_text_file(path, graph_set_to_json(set).dump() + "\n");
 }
 
 EncodedDag encode_graph(const LabelledGraph& graph) {

@@ -1,8 +1,8 @@
 #include "synth/simulate.h"
 
 #include <filesystem>
-#include <fstream>
 
+#include "core/text_file.h"
 #include "sim/simulation.h"
 #include "synth/trace_writer.h"
 
@@ -30,14 +30,6 @@ constexpr const char* kSystem = R"({
 }
 )";
 
-Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return Error::make(ErrorKind::kIo, "{}: cannot write", path);
-  return Status::ok();
-}
-
 }  // namespace
 
 Expected<SimulationBench> SimulationBench::create(const Platform& platform,
@@ -59,7 +51,8 @@ Expected<SimulationBench> SimulationBench::create(const Platform& platform,
   bench.network_file_ = platform.network;
   if (bench.system_file_.empty()) {
     bench.system_file_ = (fs::path(scratch) / "system.json").string();
-    if (Status status = write_text(bench.system_file_, kSystem); !status) return status.error();
+    if (Status status = write_text_file(bench.system_file_, kSystem); !status)
+      return status.error();
   }
   if (bench.network_file_.empty()) {
     bench.network_file_ = (fs::path(scratch) / "network.yml").string();
@@ -67,7 +60,7 @@ Expected<SimulationBench> SimulationBench::create(const Platform& platform,
         "topology: [ Switch ]\nnpus_count: [ {} ]\nbandwidth: [ 100.0 ]  # GB/s\nlatency: [ "
         "1000.0 ]  # ns\n",
         platform.ranks);
-    if (Status status = write_text(bench.network_file_, text); !status) return status.error();
+    if (Status status = write_text_file(bench.network_file_, text); !status) return status.error();
   }
   return bench;
 }

@@ -153,6 +153,14 @@ TEST(TraceCliBadInput, a_full_disk_names_the_output) {
   }
   expect_clean_failure(run_orrery({"topo", "generate", "torus", "-o", "/dev/full"}),
                        "/dev/full: cannot write");
+  // A run's outputs: its JSON and its timeline (written as a stream, closed before the check).
+  const std::string example = test::test_data("../../examples/llama_dp2tp2pp2/");
+  for (const char* flag : {"-o", "--timeline"}) {
+    expect_clean_failure(
+        run_orrery({"run", "-q", "-w", example + "workload", "-g", example + "workload.json", "-s",
+                    example + "system.json", "-n", example + "network.yml", flag, "/dev/full"}),
+        "/dev/full: ");
+  }
 }
 
 TEST(TraceCliBadInput, a_missing_file) {
