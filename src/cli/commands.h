@@ -44,7 +44,7 @@ struct NcclFlags {
 int report_error(const Error& error);
 
 // Parses the command line into `app` as every orrery executable does: an option of an unsigned
-// type refuses "-1" (refuse_negative_whole_numbers), a usage error prints "orrery: error: ..."
+// type refuses "-1" (refuse_wrapped_whole_numbers), a usage error prints "orrery: error: ..."
 // and exits 1 like every other error (CLI11's own codes would be 104 to 114), --help and
 // --version exit 0. Returns the exit code when the program stops there, nothing when it parsed
 // (and the chosen subcommand's callback has run).

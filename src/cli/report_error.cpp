@@ -15,7 +15,7 @@ int report_error(const Error& error) {
 }
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
-  refuse_negative_whole_numbers(app);
+  refuse_wrapped_whole_numbers(app);
   app.failure_message([](const CLI::App* /*app*/, const CLI::Error& error) {
     return fmt::format("orrery: error: {}\nRun with --help for more information.\n", error.what());
   });

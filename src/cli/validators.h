@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -34,18 +35,25 @@ inline CLI::Validator finite_number(double min, double max) {
 // The multipliers --compute-scale, --comm-scale and --injection-scale (kMinScale to kMaxScale).
 inline CLI::Validator scale_number() { return finite_number(kMinScale, kMaxScale); }
 
+// `text` as a whole number of 0 to 2^64 - 1, digits only; nothing for anything else.
+inline std::optional<unsigned long long> parse_whole_number(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || text[0] == '+' || end != text.c_str() + text.size() ||
+      errno == ERANGE) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 // A whole number of at least `min` (checked before CLI11 converts it, so "0" and "-1" are named).
 inline CLI::Validator whole_number_at_least(unsigned long long min) {
   return CLI::Validator(
       [min](std::string& text) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-        if (text.empty() || text[0] == '-' || text[0] == '+' || end != text.c_str() + text.size() ||
-            errno == ERANGE) {
-          return "expected a whole number, found '" + text + "'";
-        }
-        if (value < min) {
+        const std::optional<unsigned long long> value = parse_whole_number(text);
+        if (!value) return "expected a whole number, found '" + text + "'";
+        if (*value < min) {
           return "expected " + std::to_string(min) + " or more, found " + text;
         }
         return std::string();
@@ -57,11 +65,8 @@ inline CLI::Validator whole_number_at_least(unsigned long long min) {
 inline CLI::Validator thread_count() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-        if (text.empty() || text[0] == '-' || text[0] == '+' || end != text.c_str() + text.size() ||
-            errno == ERANGE || value > 4096) {
+        const std::optional<unsigned long long> value = parse_whole_number(text);
+        if (!value || *value > 4096) {
           return "expected a thread count from 0 (one per core) to 4096, found '" + text + "'";
         }
         return std::string();
@@ -73,7 +78,7 @@ inline CLI::Validator thread_count() {
 // 18446744073709551615, a table of that many rows), and a number beyond 2^64 - 1 to 2^64 - 1
 // (beyond 2^63 - 1 to that for a signed one); every such option of `app` and its subcommands
 // refuses them instead. Call once the options are declared.
-inline void refuse_negative_whole_numbers(CLI::App& app) {
+inline void refuse_wrapped_whole_numbers(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     // A signed whole number beyond 2^63 - 1 CLI11 also takes as the largest.
     if (option->get_type_name().rfind("INT", 0) == 0) {
@@ -101,7 +106,7 @@ inline void refuse_negative_whole_numbers(CLI::App& app) {
         ""));
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-    refuse_negative_whole_numbers(*sub);
+    refuse_wrapped_whole_numbers(*sub);
   }
 }
 
