@@ -19,12 +19,18 @@ using ChakraProtoMsg::REDUCE_SCATTER;
 // by one rank, and the state of its gradients over the iteration.
 struct Block {
   bool present = false;
-  std::string name;     // "L12", "embedding", "head"
-  uint64_t dense = 0;   // reduced over the data group
-  uint64_t expert = 0;  // reduced over the expert-data group
-  // The tensors behind them, in forward order (transformer_model.h): what buckets are filled with.
+  std::string name;  // "L12", "embedding", "head"
+  // Parameter tensors in forward order (transformer_model.h), what buckets are filled with: dense
+  // ones reduced over the data group, expert ones over the expert-data group.
   std::vector<uint64_t> dense_tensors;
   std::vector<uint64_t> expert_tensors;
+  // Their sums, set with them by add(): the backward pass reads them per micro-batch.
+  uint64_t dense = 0;
+  uint64_t expert = 0;
+  void add(uint64_t params, bool is_expert = false) {
+    (is_expert ? expert_tensors : dense_tensors).push_back(params);
+    (is_expert ? expert : dense) += params;
+  }
   uint64_t tied = 0;  // word-embedding parameters shared with the other end of the pipeline
   std::vector<ProgRef> reduced;  // the last gradient collectives (inputs of the optimizer step)
 };
@@ -62,8 +68,7 @@ class TrainingBuilder {
         Block& block = blocks_[embedding_block()];
         block.present = true;
         block.name = "embedding";
-        block.dense_tensors = embedding_tensors(model, plan.tp);
-        block.dense = embedding_params(model, plan.tp);
+        for (uint64_t tensor : embedding_tensors(model, plan.tp)) block.add(tensor);
         block.tied = emb_group_ != 0 ? padded_vocab(model, plan.tp) / plan.tp * model.hidden : 0;
       }
       for (uint32_t layer = first_layer_[q]; layer < first_layer_[q + 1]; ++layer) {
@@ -71,16 +76,14 @@ class TrainingBuilder {
         block.present = true;
         block.name = fmt::format("L{}", layer);
         for (const ParamTensor& tensor : layer_tensors(model, layer, plan.tp, plan.ep)) {
-          (tensor.expert ? block.expert : block.dense) += tensor.params;
-          (tensor.expert ? block.expert_tensors : block.dense_tensors).push_back(tensor.params);
+          block.add(tensor.params, tensor.expert);
         }
       }
       if (q == last_virtual_) {
         Block& block = blocks_[head_block()];
         block.present = true;
         block.name = "head";
-        block.dense_tensors = head_tensors(model, plan.tp, plan.pp == 1);
-        block.dense = head_params(model, plan.tp, plan.pp == 1);
+        for (uint64_t tensor : head_tensors(model, plan.tp, plan.pp == 1)) block.add(tensor);
         block.tied = emb_group_ != 0 ? padded_vocab(model, plan.tp) / plan.tp * model.hidden : 0;
       }
     }
