@@ -138,9 +138,6 @@ int run_train(TrainFlags& flags) {
                                     "--hidden {} is not a multiple of --heads {}",
                                     settings.sizes.hidden, settings.sizes.heads));
   }
-  if (settings.window < 2) {
-    return report_error(Error::make(ErrorKind::kInvalidArgument, "--window must be at least 2"));
-  }
   if (settings.corpus.empty() == flags.graphs.empty()) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,
                                     "give exactly one of --corpus DIR (traces) and --graphs FILE "
@@ -344,37 +341,48 @@ int main(int argc, char** argv) {
       ->add_option("--window", ts.window,
                    "Most nodes of one graph the model sees; larger traces are coarsened, then cut "
                    "into layer windows")
+      ->check(cli::whole_number_at_least(2))
       ->capture_default_str();
   train_cmd
       ->add_option("--bins", ts.codebook.bins,
                    "Classes per magnitude (FLOPs, bytes, communication size, duration)")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   train_cmd
       ->add_option("--max-groups", ts.codebook.max_groups,
                    "Communicator group shapes kept besides the whole job")
       ->capture_default_str();
   train_cmd->add_option("--hidden", ts.sizes.hidden, "Hidden size of every network")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   train_cmd->add_option("--mpnn-layers", ts.sizes.mpnn_layers, "Message-passing rounds per encoder")
       ->capture_default_str();
   train_cmd->add_option("--embed", ts.sizes.attr_embed, "Embedding size per node attribute")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   train_cmd->add_option("--heads", ts.sizes.heads, "Attention heads over a layer's new nodes")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   train_cmd->add_option("--node-steps", ts.sizes.node_steps, "Diffusion steps for node attributes")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   train_cmd->add_option("--edge-steps", ts.sizes.edge_steps, "Diffusion steps for edges")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   train_cmd->add_option("--steps", ts.training.steps, "Optimizer steps per network")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   train_cmd
       ->add_option("--batch", ts.training.batch, "Examples (graph so far, next layer) per step")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   train_cmd->add_option("--lr", ts.training.learning_rate, "Adam learning rate")
+      ->check(cli::finite_number(1e-12, 1e3))
       ->capture_default_str();
   train_cmd
       ->add_option("--eval-every", ts.training.eval_every,
                    "Steps between validation losses (the best weights are kept)")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   train_cmd->add_option("--seed", ts.training.seed, "Seed of initialization, batches and noise")
       ->capture_default_str();
@@ -386,6 +394,7 @@ int main(int argc, char** argv) {
   train_cmd
       ->add_option("--ranks", ts.platform.ranks,
                    "Ranks of the SPMD job every graph is simulated as (labels, eval)")
+      ->check(cli::whole_number_at_least(2))
       ->capture_default_str();
   train_cmd->add_option("--system", ts.platform.system,
                         "ASTRA-sim system file for the label simulations (default: built in)");
@@ -411,6 +420,7 @@ int main(int argc, char** argv) {
       ->add_option("-n,--count", ss.count,
                    "Trace sets to write (graph-set models: graphs, default one per training "
                    "label)")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   sample_cmd
       ->add_option("-o,--output", ss.output,
@@ -418,13 +428,18 @@ int main(int argc, char** argv) {
                    "graph set file to write)")
       ->required();
   sample_cmd->add_option("--seed", ss.seed, "Seed of the sampling")->capture_default_str();
-  sample_cmd->add_option("--ranks", ss.ranks,
-                         "Ranks of every trace set (default: the model's evaluation job)");
+  sample_cmd
+      ->add_option("--ranks", ss.ranks,
+                   "Ranks of every trace set (default: the model's evaluation job)")
+      ->check(cli::whole_number_at_least(1));
   sample_cmd
       ->add_option("--windows", ss.windows,
                    "Windows chained into one trace (for traces larger than the window)")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
-  sample_cmd->add_option("--batch", ss.batch, "Graphs generated together")->capture_default_str();
+  sample_cmd->add_option("--batch", ss.batch, "Graphs generated together")
+      ->check(cli::whole_number_at_least(1))
+      ->capture_default_str();
   sample_cmd->add_flag("--baseline", ss.baseline, "Sample the non-neural baseline instead");
   sample_cmd->add_option("--target-time", sample.target_time,
                          "Condition on a simulated iteration time (5ms, 250us, ns)");
@@ -472,6 +487,7 @@ int main(int argc, char** argv) {
   eval_cmd
       ->add_option("--surrogate-steps", es.surrogate_options.steps,
                    "Training steps of the surrogate regressor")
+      ->check(cli::whole_number_at_least(1))
       ->capture_default_str();
   // A word checked by name, then mapped: a CheckedTransformer to the enum would print its
   // mapping ("{log-sum->0,sum->1} OR {0,1}") in the help and in its error.

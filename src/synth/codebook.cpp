@@ -29,7 +29,10 @@ Quantizer Quantizer::fit(std::vector<uint64_t> values, uint32_t bins) {
       const uint64_t cut = values[std::min(rank, values.size() - 1)];
       if (out.upper_.empty() || cut > out.upper_.back()) out.upper_.push_back(cut);
     }
-    if (out.upper_.back() < values.back()) out.upper_.push_back(values.back());
+    // One bin has no cut before the last value.
+    if (out.upper_.empty() || out.upper_.back() < values.back()) {
+      out.upper_.push_back(values.back());
+    }
   }
   size_t begin = 0;
   for (uint64_t upper : out.upper_) {

@@ -100,14 +100,43 @@ Expected<LayerDagConfig> LayerDagConfig::from_json(const nlohmann::json& json) {
   } catch (const nlohmann::json::exception& error) {
     return Error::make(ErrorKind::kParse, "model configuration: {}", error.what());
   }
-  if (config.hidden == 0 || config.heads == 0 || config.hidden % config.heads != 0 ||
-      config.node_steps == 0 || config.edge_steps == 0) {
-    return Error::make(ErrorKind::kParse,
-                       "model configuration: hidden {} must be a positive multiple of heads {}, "
-                       "and the diffusion steps positive",
-                       config.hidden, config.heads);
+  if (Status sizes = check_sizes(config); !sizes) {
+    return Error::make(ErrorKind::kParse, "model configuration: {}", sizes.error().message());
   }
   return config;
+}
+
+Status check_sizes(const LayerDagConfig& config) {
+  const std::pair<const char*, uint32_t> positive[] = {
+      {"hidden", config.hidden},           {"heads", config.heads},
+      {"attr_embed", config.attr_embed},   {"level_embed", config.level_embed},
+      {"label_embed", config.label_embed}, {"time_embed", config.time_embed},
+      {"node_steps", config.node_steps},   {"edge_steps", config.edge_steps}};
+  for (const auto& [name, value] : positive) {
+    if (value == 0)
+      return Error::make(ErrorKind::kInvalidArgument, "{} is 0, must be positive", name);
+  }
+  if (config.hidden % config.heads != 0) {
+    return Error::make(ErrorKind::kInvalidArgument, "hidden {} is not a multiple of heads {}",
+                       config.hidden, config.heads);
+  }
+  return {};
+}
+
+Status check_training(const TrainOptions& options) {
+  const std::pair<const char*, uint32_t> positive[] = {
+      {"steps", options.steps}, {"batch", options.batch}, {"eval_every", options.eval_every}};
+  for (const auto& [name, value] : positive) {
+    if (value == 0)
+      return Error::make(ErrorKind::kInvalidArgument, "{} is 0, must be positive", name);
+  }
+  // Adam's learning rate is a float in libtorch: beyond its range the step would be inf.
+  if (!(options.learning_rate > 0) || options.learning_rate > 1e30) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "learning rate {} is not a positive number up to 1e30",
+                       options.learning_rate);
+  }
+  return {};
 }
 
 void set_compute_threads(size_t threads) {
@@ -744,6 +773,7 @@ std::array<uint64_t, kModuleCount> LayerDag::parameter_counts() const {
 
 Expected<std::vector<ModuleReport>> LayerDag::train(const std::vector<TrainingGraph>& graphs,
                                                     const TrainOptions& options) {
+  if (Status valid = check_training(options); !valid) return valid.error();
   if (graphs.size() < 2) {
     return Error::make(ErrorKind::kInvalidArgument,
                        "training needs at least 2 graphs, the corpus gave {}", graphs.size());

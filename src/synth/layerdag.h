@@ -66,6 +66,10 @@ struct LayerDagConfig {
   static Expected<LayerDagConfig> from_json(const nlohmann::json& json);
 };
 
+// The sizes a model can be built from: hidden, heads, the embeddings and the diffusion steps
+// positive, and heads dividing hidden. The error names the first that is not.
+Status check_sizes(const LayerDagConfig& config);
+
 // A training graph and its label (config.labels values, each scaled to [0, 1]).
 struct TrainingGraph {
   EncodedDag graph;
@@ -86,6 +90,10 @@ struct TrainOptions {
   std::array<bool, kModuleCount> modules = {true, true, true};  // which to (re)train
   std::function<void(const std::string&)> log;                  // progress lines
 };
+
+// Steps, batch and eval_every positive, the learning rate finite and positive; the error names
+// the first that is not.
+Status check_training(const TrainOptions& options);
 
 struct ModuleReport {
   Module module = Module::kLayerSize;

@@ -213,6 +213,11 @@ Expected<TrainSummary> train_model(const TrainSettings& settings, const std::str
   auto say = [&](const std::string& line) {
     if (log) log(line);
   };
+  if (Status sizes = check_sizes(settings.sizes); !sizes) return sizes.error();
+  if (Status training = check_training(settings.training); !training) return training.error();
+  if (settings.window < 2) {
+    return Error::make(ErrorKind::kInvalidArgument, "window {} is below 2 nodes", settings.window);
+  }
   TrainSummary summary;
   Expected<Corpus> corpus = load_corpus(settings.corpus, settings.threads);
   if (!corpus) return corpus.error();

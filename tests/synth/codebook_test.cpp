@@ -32,6 +32,16 @@ TEST(Quantizer, many_values_get_quantile_bins_decoding_to_their_median) {
   EXPECT_EQ(q.decode(4), 88u);  // bin 77..100
 }
 
+TEST(Quantizer, one_bin_holds_every_value_and_decodes_to_their_median) {
+  // Was a read before the start of an empty vector: one bin makes no cut before the maximum.
+  const Quantizer q = Quantizer::fit({0, 3, 1, 2, 9, 7}, 1);
+  EXPECT_EQ(q.upper_bounds(), (std::vector<uint64_t>{9}));
+  EXPECT_EQ(q.encode(0), 0u);
+  EXPECT_EQ(q.encode(1), 1u);
+  EXPECT_EQ(q.encode(9), 1u);
+  EXPECT_EQ(q.decode(1), 3u);  // 1, 2, 3, 7, 9
+}
+
 TEST(Quantizer, survives_json) {
   const Quantizer q = Quantizer::fit({5, 10, 20, 40, 80, 160}, 3);
   Expected<Quantizer> back = Quantizer::from_json(q.to_json(), "test");

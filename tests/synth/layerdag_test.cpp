@@ -217,6 +217,39 @@ TEST(LayerDag, training_on_fewer_than_two_graphs_is_an_error) {
   EXPECT_NE(reports.error().message().find("at least 2 graphs"), std::string::npos);
 }
 
+TEST(LayerDag, sizes_and_training_options_that_cannot_train_are_named) {
+  Codebook book;
+  std::vector<TrainingGraph> graphs = corpus(book);
+  const LayerDagConfig config = tiny_config(book, graphs);
+  EXPECT_TRUE(check_sizes(config));
+  const auto sizes_error = [&](auto change) {
+    LayerDagConfig changed = config;
+    change(changed);
+    Status status = check_sizes(changed);
+    return status ? std::string("accepted") : status.error().message();
+  };
+  EXPECT_EQ(sizes_error([](LayerDagConfig& c) { c.heads = 0; }), "heads is 0, must be positive");
+  EXPECT_EQ(sizes_error([](LayerDagConfig& c) { c.edge_steps = 0; }),
+            "edge_steps is 0, must be positive");
+  EXPECT_EQ(sizes_error([](LayerDagConfig& c) {
+              c.hidden = 30;
+              c.heads = 4;
+            }),
+            "hidden 30 is not a multiple of heads 4");
+
+  LayerDag model = LayerDag::create(config, 1);
+  TrainOptions options = tiny_training();
+  options.eval_every = 0;  // was a division by zero
+  Expected<std::vector<ModuleReport>> reports = model.train(graphs, options);
+  ASSERT_FALSE(reports);
+  EXPECT_EQ(reports.error().message(), "eval_every is 0, must be positive");
+  options = tiny_training();
+  options.learning_rate = std::nan("");
+  reports = model.train(graphs, options);
+  ASSERT_FALSE(reports);
+  EXPECT_NE(reports.error().message().find("learning rate nan"), std::string::npos);
+}
+
 // Chains of the given lengths, encoded with one codebook, each labelled log10 of its node count.
 struct ChainSets {
   std::vector<EncodedDag> train, test;

@@ -2,6 +2,7 @@
 // line's answers to bad input.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -156,6 +157,18 @@ TEST(Synthesizer, the_command_line_names_what_is_wrong) {
                                     dir.file("m.pt"), "--hidden", "30", "--heads", "4"});
   EXPECT_EQ(heads.exit_code, 1);
   EXPECT_NE(heads.err.find("--hidden 30 is not a multiple of --heads 4"), std::string::npos);
+
+  // Sizes that divided by zero or crashed libtorch, now refused by name.
+  for (const auto& [flag, value, expected] : std::vector<std::array<std::string, 3>>{
+           {"--heads", "0", "--heads: expected 1 or more, found 0"},
+           {"--eval-every", "0", "--eval-every: expected 1 or more, found 0"},
+           {"--bins", "0", "--bins: expected 1 or more, found 0"},
+           {"--lr", "nan", "--lr: expected a number from 1e-12 to 1000, found nan"}}) {
+    CommandResult refused = run_orrery(
+        {"synth", "train", "--corpus", dir.file(""), "-o", dir.file("m.pt"), flag, value});
+    EXPECT_EQ(refused.exit_code, 1) << flag;
+    EXPECT_NE(refused.err.find(expected), std::string::npos) << refused.err;
+  }
 
   CommandResult readout =
       run_orrery({"synth", "eval", "--model", dir.file("junk.pt"), "--real", dir.file(""),
