@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/text_file.h"
 #include "partition/dataset.h"
 #include "partition/inference_trace.h"
@@ -37,7 +38,7 @@ struct Options {
   std::string calibration;
   std::string data;
   double max_drop_points = 1.0;
-  double budget = -1.0;
+  double budget = -1.0;  // not given (a given one is checked to lie in [0, 1])
   bool per_pair = false;
   std::vector<std::string> methods;
   bool json = false;
@@ -107,26 +108,15 @@ int run(const Options& o) {
     return report_error(
         Error::make(ErrorKind::kInvalidArgument, "--workers {}: at least 1", o.workers));
   }
-  // -1: not given. NaN fails both comparisons, so the test is written to reject it.
-  if (o.budget != -1.0 && !(o.budget >= 0.0 && o.budget <= 1.0)) {
-    return report_error(
-        Error::make(ErrorKind::kInvalidArgument, "--budget {}: a share in [0, 1]", o.budget));
-  }
-  if (!(o.max_drop_points >= 0.0)) {
-    return report_error(Error::make(ErrorKind::kInvalidArgument,
-                                    "--max-accuracy-drop {}: at least 0", o.max_drop_points));
-  }
-  if (!(o.ridge >= 0.0)) {
-    return report_error(
-        Error::make(ErrorKind::kInvalidArgument, "--ridge {}: at least 0", o.ridge));
-  }
   if (o.rounds < 0) {
     return report_error(
         Error::make(ErrorKind::kInvalidArgument, "--rounds {}: at least 0", o.rounds));
   }
-  if (o.grid_points < 2) {
+  // Each point is a whole partitioning and test run; shares finer than 1/1024 of a layer's
+  // traffic move less than one value of the small layers across workers.
+  if (o.grid_points < 2 || o.grid_points > 1025) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,
-                                    "--grid-points {}: at least 2 (the shares 1 and 0)",
+                                    "--grid-points {}: expected 2 (the shares 1 and 0) to 1025",
                                     o.grid_points));
   }
   if (o.system.empty() != o.network.empty()) {
@@ -268,11 +258,15 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--data", o.data, "CSV of test rows (features, then the label)")->required();
   app.add_option("--max-accuracy-drop", o.max_drop_points,
-                 "accuracy points below the unpartitioned model a method may lose (default 1)");
+                 "accuracy points below the unpartitioned model a method may lose (default 1)")
+      ->check(orrery::cli::finite_number(0, 100));
+  // Checked as given: the -1 that stands for "not given" typed on the command line would
+  // otherwise silently mean the search.
   app.add_option("--budget", o.budget,
                  "a fixed share in [0, 1] of the contiguous split's cross-worker traffic each\n"
                  "layer may send; without it, each method's least share within\n"
-                 "--max-accuracy-drop is searched");
+                 "--max-accuracy-drop is searched")
+      ->check(orrery::cli::finite_number(0, 1));
   app.add_flag("--per-pair", o.per_pair,
                "the share bounds the traffic of every ordered worker pair, not each layer's total");
   app.add_option("--methods", o.methods,
@@ -297,11 +291,14 @@ int main(int argc, char** argv) {
   app.add_option("--input-shape", o.input_shape,
                  "C,H,W of one input row when the model does not say (default: from the first\n"
                  "layer and the data, a square image for a convolution)");
+  // An infinite ridge made the refit's solve spin without end.
   app.add_option("--ridge", o.ridge,
-                 "refit regularisation toward the trained weights (default 1e-3)");
+                 "refit regularisation toward the trained weights (default 1e-3)")
+      ->check(orrery::cli::finite_number(0, 1e9));
   app.add_option("--rounds", o.rounds, "Hungarian/refit alternations per layer (default 3)");
   app.add_option("--seed", o.seed, "seed of the random placement (default 1)");
-  app.add_option("--grid-points", o.grid_points, "budget shares in the sweep (default 17)");
+  app.add_option("--grid-points", o.grid_points,
+                 "budget shares in the sweep, 2 to 1025 (default 17)");
   if (const std::optional<int> stop = orrery::cli::parse_command_line(app, argc, argv))
     return *stop;
   return orrery::cli::run(o);
