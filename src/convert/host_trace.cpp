@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "convert/collectives.h"
+#include "convert/json_capture.h"
 #include "convert/json_file.h"
 #include "core/json_config.h"
 
@@ -136,12 +137,7 @@ class HostReader {
   bool key(std::string& name);
   bool parse_error(std::size_t position, const std::string& /*token*/,
                    const nlohmann::detail::exception& failure) {
-    std::string message = failure.what();
-    if (const size_t at = message.find("parse error"); at != std::string::npos)
-      message = message.substr(at);
-    error = Error::make(ErrorKind::kParse, "{}: not a complete JSON document{} (byte {} of {}): {}",
-                        trace_.path_, position >= text_size_ ? ", it ends too early" : "", position,
-                        text_size_, message);
+    error = json_parse_error(trace_.path_, position, text_size_, failure.what());
     return false;
   }
 
@@ -243,7 +239,7 @@ class HostReader {
   std::vector<bool> text_first_;
   bool text_after_key_ = false;
   // Value capture (attribute values).
-  std::vector<nlohmann::json*> capture_;
+  JsonCapture capture_;
   std::string attr_name_;
   nlohmann::json attr_value_;
   bool seen_nodes_ = false;
@@ -287,9 +283,6 @@ bool HostReader::open(bool object) {
     stack_.push_back(Ctx::kRoot);
     return true;
   }
-  const auto empty_container = [object] {
-    return object ? nlohmann::json::object() : nlohmann::json::array();
-  };
   const auto start_text = [&](std::string* target) {
     begin_text(target);
     *text_ += object ? '{' : '[';
@@ -370,26 +363,16 @@ bool HostReader::open(bool object) {
       return true;
     case Ctx::kAttr:
       if (key_ == "value") {
-        attr_value_ = empty_container();
-        capture_.assign(1, &attr_value_);
+        capture_.begin(attr_value_, object);
         stack_.push_back(Ctx::kCapture);
       } else {
         stack_.push_back(Ctx::kSkip);
       }
       return true;
-    case Ctx::kCapture: {
-      nlohmann::json& parent = *capture_.back();
-      nlohmann::json* child = nullptr;
-      if (parent.is_array()) {
-        parent.push_back(empty_container());
-        child = &parent.back();
-      } else {
-        child = &(parent[key_] = empty_container());
-      }
-      capture_.push_back(child);
+    case Ctx::kCapture:
+      capture_.open(key_, object);
       stack_.push_back(Ctx::kCapture);
       return true;
-    }
     case Ctx::kParents:
     case Ctx::kSkip:
       stack_.push_back(Ctx::kSkip);
@@ -407,7 +390,7 @@ bool HostReader::close(bool object) {
       text_first_.pop_back();
       return true;
     case Ctx::kCapture:
-      capture_.pop_back();
+      capture_.close();
       return true;
     case Ctx::kIo:
       io_ = nullptr;
@@ -496,15 +479,9 @@ bool HostReader::scalar(nlohmann::json value, const std::string& text) {
         attr_value_ = std::move(value);
       }
       return true;
-    case Ctx::kCapture: {
-      nlohmann::json& parent = *capture_.back();
-      if (parent.is_array()) {
-        parent.push_back(std::move(value));
-      } else {
-        parent[key_] = std::move(value);
-      }
+    case Ctx::kCapture:
+      capture_.value(key_, std::move(value));
       return true;
-    }
     case Ctx::kParents:
       if (!node_.ctrl_deps) node_.ctrl_deps = std::move(value);
       return true;

@@ -88,18 +88,19 @@ Expected<std::string> read_file_head(const std::string& path, size_t bytes) {
   return read_gz(path, bytes);
 }
 
+Error json_parse_error(const std::string& path, size_t byte, size_t size, const std::string& what) {
+  std::string message = what;
+  if (const size_t at = message.find("parse error"); at != std::string::npos)
+    message = message.substr(at);
+  return Error::make(ErrorKind::kParse, "{}: not a complete JSON document{} (byte {} of {}): {}",
+                     path, byte >= size ? ", it ends too early" : "", byte, size, message);
+}
+
 Expected<nlohmann::json> parse_json_text(const std::string& path, const std::string& text) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& error) {
-    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
-    std::string message = error.what();
-    if (const size_t at = message.find("parse error"); at != std::string::npos)
-      message = message.substr(at);
-    const bool truncated = error.byte >= text.size();
-    return Error::make(ErrorKind::kParse, "{}: not a complete JSON document{} (byte {} of {}): {}",
-                       path, truncated ? ", it ends too early" : "", error.byte, text.size(),
-                       message);
+    return json_parse_error(path, error.byte, text.size(), error.what());
   } catch (const nlohmann::json::exception& error) {
     // A number beyond a double's range ("1e999"): no position, but the message names the text.
     std::string message = error.what();

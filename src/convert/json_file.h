@@ -26,6 +26,11 @@ Expected<std::string> read_file_head(const std::string& path, size_t bytes);
 // it is not one complete JSON document.
 Expected<nlohmann::json> read_json_file(const std::string& path);
 
+// The error for a document that stops parsing at `byte` of `size` ("..., it ends too early" when
+// the text ran out), given nlohmann's exception text ("[json.exception.parse_error.101] parse error
+// at line 3, column 5: ...", of which the part from "parse error" is kept).
+Error json_parse_error(const std::string& path, size_t byte, size_t size, const std::string& what);
+
 // Parses `text` as if read from `path` (for tests).
 Expected<nlohmann::json> parse_json_text(const std::string& path, const std::string& text);
 

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "convert/host_trace.h"
+#include "convert/json_capture.h"
 #include "convert/json_file.h"
 
 namespace orrery::convert {
@@ -126,12 +127,7 @@ class KinetoReader {
   }
   bool parse_error(std::size_t position, const std::string& /*token*/,
                    const nlohmann::detail::exception& failure) {
-    std::string message = failure.what();
-    if (const size_t at = message.find("parse error"); at != std::string::npos)
-      message = message.substr(at);
-    error = Error::make(ErrorKind::kParse, "{}: not a complete JSON document{} (byte {} of {}): {}",
-                        trace_.path_, position >= text_size_ ? ", it ends too early" : "", position,
-                        text_size_, message);
+    error = json_parse_error(trace_.path_, position, text_size_, failure.what());
     return false;
   }
 
@@ -167,17 +163,13 @@ class KinetoReader {
       stack_.push_back(Ctx::kRoot);
       return true;
     }
-    const auto empty_container = [object] {
-      return object ? nlohmann::json::object() : nlohmann::json::array();
-    };
     switch (stack_.back()) {
       case Ctx::kRoot:
         if (key_ == "traceEvents" && !object) {
           seen_events_ = true;
           stack_.push_back(Ctx::kEvents);
         } else if (key_ == "distributedInfo" && object) {
-          trace_.distributed_info_ = nlohmann::json::object();
-          capture_.push_back(&trace_.distributed_info_);
+          capture_.begin(trace_.distributed_info_, true);
           stack_.push_back(Ctx::kCapture);
         } else {
           stack_.push_back(Ctx::kSkip);
@@ -197,27 +189,16 @@ class KinetoReader {
       case Ctx::kArgs:
         if (is_comm_arg(key_)) {
           if (!event_.comm_args.is_object()) event_.comm_args = nlohmann::json::object();
-          nlohmann::json& slot = event_.comm_args[key_];
-          slot = empty_container();
-          capture_.push_back(&slot);
+          capture_.begin(event_.comm_args[key_], object);
           stack_.push_back(Ctx::kCapture);
         } else {
           stack_.push_back(Ctx::kSkip);
         }
         return true;
-      case Ctx::kCapture: {
-        nlohmann::json& parent = *capture_.back();
-        nlohmann::json* child = nullptr;
-        if (parent.is_array()) {
-          parent.push_back(empty_container());
-          child = &parent.back();
-        } else {
-          child = &(parent[key_] = empty_container());
-        }
-        capture_.push_back(child);
+      case Ctx::kCapture:
+        capture_.open(key_, object);
         stack_.push_back(Ctx::kCapture);
         return true;
-      }
       case Ctx::kSkip:
         stack_.push_back(Ctx::kSkip);
         return true;
@@ -228,7 +209,7 @@ class KinetoReader {
   bool close() {
     const Ctx top = stack_.back();
     stack_.pop_back();
-    if (top == Ctx::kCapture) capture_.pop_back();
+    if (top == Ctx::kCapture) capture_.close();
     if (top == Ctx::kEvent) return finish_event();
     return true;
   }
@@ -267,15 +248,9 @@ class KinetoReader {
           event_.record_function_id = json_int(value).value_or(-1);
         }
         return true;
-      case Ctx::kCapture: {
-        nlohmann::json& parent = *capture_.back();
-        if (parent.is_array()) {
-          parent.push_back(std::move(value));
-        } else {
-          parent[key_] = std::move(value);
-        }
+      case Ctx::kCapture:
+        capture_.value(key_, std::move(value));
         return true;
-      }
       default:
         return true;
     }
@@ -354,7 +329,7 @@ class KinetoReader {
   size_t text_size_;
   std::vector<Ctx> stack_;
   std::string key_;
-  std::vector<nlohmann::json*> capture_;
+  JsonCapture capture_;
   Pending event_;
   std::unordered_map<std::string, int64_t> named_ids_;
   std::unordered_map<std::string_view, std::string_view> names_index_;

@@ -223,21 +223,7 @@ Status validate_inference_plan(const TransformerModel& model, InferencePlan& pla
       return plan_error("--output-lengths: a request generates at least 1 token, found 0");
     }
   }
-  if (plan.tp > 1) {
-    if (model.heads % plan.tp != 0) {
-      return plan_error(fmt::format("--tp {} does not divide the {} attention heads of {}", plan.tp,
-                                    model.heads, model.name));
-    }
-    if (model.kv_heads % plan.tp != 0) {
-      return plan_error(fmt::format("--tp {} does not divide the {} key-value heads of {}", plan.tp,
-                                    model.kv_heads, model.name));
-    }
-    const uint64_t ffn = model.is_moe() ? model.expert_ffn() : model.ffn;
-    if (ffn % plan.tp != 0 || model.ffn % plan.tp != 0) {
-      return plan_error(
-          fmt::format("--tp {} does not divide the MLP size {} of {}", plan.tp, ffn, model.name));
-    }
-  }
+  if (Status split = check_tensor_parallel(model, plan.tp); !split) return split.error();
   if (plan.pp > model.layers) {
     return plan_error(
         fmt::format("--pp {} exceeds the {} layers of {}", plan.pp, model.layers, model.name));

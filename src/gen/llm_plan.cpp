@@ -51,21 +51,7 @@ Status validate_plan(const TransformerModel& model, ParallelPlan& plan) {
                     plan.global_batch, plan.micro_batch, plan.dp, plan.micro_batch * plan.dp));
   }
   if (plan.seq == 0) plan.seq = model.seq;
-  if (plan.tp > 1) {
-    if (model.heads % plan.tp != 0) {
-      return plan_error(fmt::format("--tp {} does not divide the {} attention heads of {}", plan.tp,
-                                    model.heads, model.name));
-    }
-    if (model.kv_heads % plan.tp != 0) {
-      return plan_error(fmt::format("--tp {} does not divide the {} key-value heads of {}", plan.tp,
-                                    model.kv_heads, model.name));
-    }
-    const uint64_t ffn = model.is_moe() ? model.expert_ffn() : model.ffn;
-    if (ffn % plan.tp != 0 || model.ffn % plan.tp != 0) {
-      return plan_error(
-          fmt::format("--tp {} does not divide the MLP size {} of {}", plan.tp, ffn, model.name));
-    }
-  }
+  if (Status split = check_tensor_parallel(model, plan.tp); !split) return split.error();
   if (plan.sp && plan.tp == 1) {
     return plan_error(
         "--sp shards the sequence over tensor-parallel ranks: it needs --tp 2 or more");

@@ -168,6 +168,24 @@ uint32_t dtype_bytes(DType dtype) {
   return 2;
 }
 
+Status check_tensor_parallel(const TransformerModel& model, uint32_t tp) {
+  if (tp <= 1) return {};
+  if (model.heads % tp != 0) {
+    return plan_error(fmt::format("--tp {} does not divide the {} attention heads of {}", tp,
+                                  model.heads, model.name));
+  }
+  if (model.kv_heads % tp != 0) {
+    return plan_error(fmt::format("--tp {} does not divide the {} key-value heads of {}", tp,
+                                  model.kv_heads, model.name));
+  }
+  const uint64_t ffn = model.is_moe() ? model.expert_ffn() : model.ffn;
+  if (ffn % tp != 0 || model.ffn % tp != 0) {
+    return plan_error(
+        fmt::format("--tp {} does not divide the MLP size {} of {}", tp, ffn, model.name));
+  }
+  return {};
+}
+
 Status validate_model(const TransformerModel& model) {
   const std::array<std::pair<const char*, uint32_t>, 7> sizes = {{{"layers", model.layers},
                                                                   {"hidden", model.hidden},

@@ -86,6 +86,11 @@ struct TransformerModel {
 // MoE fields consistent. Errors name the field ("kv_heads 7 does not divide heads 32").
 Status validate_model(const TransformerModel& model);
 
+// Checks that `tp` ranks can split the model's tensors (Megatron-LM's tensor parallelism): the
+// attention heads, the key-value heads and the MLP (each expert's) divide by it. The error names
+// the flag, "--tp 3 does not divide the 32 attention heads of llama2-7b".
+Status check_tensor_parallel(const TransformerModel& model, uint32_t tp);
+
 // The presets, in the order `orrery gen llm --list-models` prints them.
 const std::vector<TransformerModel>& model_presets();
 // A preset by name, or a JSON model file (docs/models/workloads.md) when `name_or_path` names an
