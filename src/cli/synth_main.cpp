@@ -245,6 +245,7 @@ int run_sample(SampleFlags& flags) {
   };
   Expected<synth::SampleSummary> summary = synth::sample_traces(settings, log);
   if (!summary) return report_error(summary.error());
+  for (const std::string& note : summary->notes) fmt::print(stderr, "orrery: warning: {}\n", note);
   if (!flags.quiet) {
     fmt::print(
         "  {} partner sends/receives added, {} collective orderings added (two collectives of "

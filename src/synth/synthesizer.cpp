@@ -368,6 +368,31 @@ Expected<SampleSummary> sample_traces(const SampleSettings& settings, const Log&
                        "target",
                        settings.model);
   }
+  // The label is scaled by the training range and clamped to it: say so where a target lies out.
+  constexpr std::array<const char*, 3> kTargetNames = {"time", "FLOPs", "communication share"};
+  const auto target_text = [](size_t idx, double value) {
+    if (idx == 0) {
+      const double ns = std::pow(10.0, value);
+      if (ns >= 1e9) return fmt::format("{:.3g} s", ns / 1e9);
+      if (ns >= 1e6) return fmt::format("{:.3g} ms", ns / 1e6);
+      if (ns >= 1e3) return fmt::format("{:.3g} us", ns / 1e3);
+      return fmt::format("{:.3g} ns", ns);
+    }
+    if (idx == 1) return fmt::format("{:.3g}", std::pow(10.0, value) - 1.0);
+    return fmt::format("{:.3g}", value);
+  };
+  for (size_t idx = 0; idx < std::min<size_t>(3, model->config.labels); ++idx) {
+    if (!target[idx] || (*target[idx] >= model->low[idx] && *target[idx] <= model->high[idx]))
+      continue;
+    const double nearest = std::clamp(*target[idx], model->low[idx], model->high[idx]);
+    const std::string range =
+        model->low[idx] == model->high[idx]
+            ? target_text(idx, model->low[idx]) + " (all of them)"
+            : target_text(idx, model->low[idx]) + " to " + target_text(idx, model->high[idx]);
+    summary.notes.push_back(fmt::format(
+        "target {} {} lies outside the training graphs' {}: the samples are conditioned on {}",
+        kTargetNames[idx], target_text(idx, *target[idx]), range, target_text(idx, nearest)));
+  }
   std::vector<std::vector<float>> labels;
   if (!model->raw_labels.empty() && model->config.labels > 0) {
     std::array<double, 3> chosen = model->raw_labels[0];

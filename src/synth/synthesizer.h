@@ -89,6 +89,9 @@ struct SampleSummary {
   uint32_t dropped_attributes = 0;
   uint32_t ranks = 0;
   std::vector<float> label;  // the label of the first sample (scaled)
+  // Targets beyond the training graphs' range, which the model cannot extrapolate to: each says
+  // the range and the nearest end the samples were conditioned on.
+  std::vector<std::string> notes;
   double seconds = 0;
 };
 

@@ -121,6 +121,17 @@ TEST(Synthesizer, train_sample_eval_end_to_end_and_deterministic) {
   ASSERT_TRUE(self) << self.error().message();
   for (const auto& [name, pair] : self->mmd) EXPECT_NEAR(pair.first, 0.0, 1e-12) << name;
   EXPECT_NEAR(self->wasserstein.at("log10_time_ns").first, 0.0, 1e-12);
+
+  // A target beyond the training graphs' times is conditioned on the nearest end, and says so.
+  EXPECT_TRUE(sampled->notes.empty());
+  sample.output = dir.file("out3");
+  sample.count = 1;
+  sample.target_time_ns = 1e12;
+  Expected<SampleSummary> far = sample_traces(sample, {});
+  ASSERT_TRUE(far) << far.error().message();
+  ASSERT_EQ(far->notes.size(), 1u);
+  EXPECT_EQ(far->notes[0].rfind("target time 1e+03 s lies outside the training graphs' ", 0), 0u)
+      << far->notes[0];
 }
 
 TEST(Synthesizer, the_command_line_names_what_is_wrong) {
