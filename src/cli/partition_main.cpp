@@ -150,10 +150,10 @@ int run(const Options& o) {
   if (Status s = partition::finish_model(*model, calibration->features.cols()); !s) {
     return report_error(s.error());
   }
-  if (model->input.features() != calibration->features.cols()) {
-    return report_error(
-        Error::make(ErrorKind::kInvalidArgument, "{}: {} features per row, the model ({}) takes {}",
-                    o.calibration, calibration->features.cols(), o.model, model->input.features()));
+  // The refit does not read the calibration labels, but a label beyond the model's classes says
+  // the file is not for this model.
+  if (Status valid = partition::check_dataset(*calibration, *model); !valid) {
+    return report_error(valid.error());
   }
   Expected<partition::Partitioner> partitioner =
       partition::Partitioner::make(*model, calibration->features);

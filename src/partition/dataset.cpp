@@ -102,6 +102,27 @@ Expected<Dataset> read_csv_dataset(const std::string& path) {
   return parse_csv_dataset(*text, path);
 }
 
+Status check_dataset(const Dataset& data, const Model& model) {
+  if (data.features.cols() != model.input.features()) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "{}: {} features per row, the model ({}) takes {}", data.source,
+                       data.features.cols(), model.source, model.input.features());
+  }
+  const int64_t classes = model.output().features();
+  for (size_t row = 0; row < data.labels.size(); ++row) {
+    if (data.labels[row] >= classes) {
+      // Datasets built in code carry no line numbers: then the message names the row.
+      const std::string where = row < data.lines.size()
+                                    ? fmt::format("{}:{}", data.source, data.lines[row])
+                                    : fmt::format("{}: row {}", data.source, row + 1);
+      return Error::make(ErrorKind::kInvalidArgument,
+                         "{}: label {}, but the model has {} outputs (classes 0 to {})", where,
+                         data.labels[row], classes, classes - 1);
+    }
+  }
+  return {};
+}
+
 double accuracy(const Matrix& scores, const std::vector<int64_t>& labels) {
   const std::vector<int64_t> predicted = argmax_rows(scores);
   size_t right = 0;

@@ -27,6 +27,10 @@ Expected<Dataset> read_csv_dataset(const std::string& path);
 // The same from text (`source` names it in errors).
 Expected<Dataset> parse_csv_dataset(const std::string& text, const std::string& source);
 
+// Checks that `data` is for `model`: as many features per row as its input takes, and every
+// label one of its output classes. The error names the file and line (or row).
+Status check_dataset(const Dataset& data, const Model& model);
+
 // The share of rows whose argmax of `scores` is the label, in [0, 1].
 double accuracy(const Matrix& scores, const std::vector<int64_t>& labels);
 

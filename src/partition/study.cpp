@@ -44,23 +44,7 @@ Expected<Point> evaluate(Partitioner& partitioner, Method method, PartitionOptio
 Expected<Study> run_study(Partitioner& partitioner, int64_t calibration_rows, const Dataset& test,
                           const StudyOptions& options) {
   const Model& model = partitioner.model();
-  if (test.features.cols() != model.input.features()) {
-    return Error::make(ErrorKind::kInvalidArgument,
-                       "{}: {} features per row, the model ({}) takes {}", test.source,
-                       test.features.cols(), model.source, model.input.features());
-  }
-  const int64_t classes = model.output().features();
-  for (size_t row = 0; row < test.labels.size(); ++row) {
-    if (test.labels[row] >= classes) {
-      // Datasets built in code carry no line numbers: then the message names the row.
-      const std::string where = row < test.lines.size()
-                                    ? fmt::format("{}:{}", test.source, test.lines[row])
-                                    : fmt::format("{}: row {}", test.source, row + 1);
-      return Error::make(ErrorKind::kInvalidArgument,
-                         "{}: label {}, but the model has {} outputs (classes 0 to {})", where,
-                         test.labels[row], classes, classes - 1);
-    }
-  }
+  if (Status valid = check_dataset(test, model); !valid) return valid.error();
   if (!(options.max_drop >= 0.0)) {
     return Error::make(ErrorKind::kInvalidArgument, "the accuracy drop must be >= 0");
   }

@@ -121,6 +121,18 @@ TEST(PartitionCli, bad_inputs_exit_1_with_one_message_naming_the_file) {
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("2 features per row, the model"), std::string::npos) << result.err;
 
+  // A calibration row labelled beyond the model's 10 classes (the refit ignores labels, but the
+  // file is not for this model).
+  std::string row;
+  for (int feature = 0; feature < 64; ++feature) row += "0,";
+  write(dir / "labels.csv", row + "3\n" + row + "12\n");
+  args = small_model_args(2);
+  args[6] = (dir / "labels.csv").string();
+  result = run_orrery(args);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err, "orrery: error: " + args[6] +
+                            ":2: label 12, but the model has 10 outputs (classes 0 to 9)\n");
+
   args = small_model_args(2);
   args.insert(args.end(), {"--methods", "repurpose,best"});
   result = run_orrery(args);
