@@ -143,7 +143,6 @@ int run_train(TrainFlags& flags) {
                                     "give exactly one of --corpus DIR (traces) and --graphs FILE "
                                     "(a graph set)"));
   }
-  synth::set_compute_threads(settings.threads);
   const synth::Log log = [&](const std::string& line) {
     if (!flags.quiet) fmt::print("{}\n", line);
     std::fflush(stdout);
@@ -171,7 +170,6 @@ struct SampleFlags {
   std::string trace_options;           // trace-only options given
   std::optional<double> target_label;  // graph models
   std::string target_time, target_flops, target_comm;
-  size_t threads = 1;
   bool quiet = false;
 };
 
@@ -209,7 +207,6 @@ int run_sample_graphs(const SampleFlags& flags) {
 
 int run_sample(SampleFlags& flags) {
   synth::SampleSettings& settings = flags.settings;
-  synth::set_compute_threads(flags.threads);
   if (!flags.target_time.empty()) {
     Expected<double> ns = parse_duration_ns(flags.target_time);
     if (!ns) return report_error(ns.error().with_context("--target-time"));
@@ -268,7 +265,6 @@ struct EvalFlags {
 
 int run_eval(EvalFlags& flags) {
   flags.settings.surrogate = !flags.no_surrogate;
-  synth::set_compute_threads(flags.settings.threads);
   const synth::Log log = [&](const std::string& line) {
     if (!flags.quiet && !flags.json) fmt::print("{}\n", line);
   };
@@ -389,7 +385,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train_cmd
       ->add_option("--threads", ts.threads,
-                   "Threads (libtorch kernels, reading, label simulations; 0: one per core)")
+                   "Threads reading the corpus and simulating labels (0: one per core); the "
+                   "networks run on one thread, so the model file is the same for every count")
       ->check(cli::thread_count())
       ->capture_default_str();
   train_cmd
@@ -451,9 +448,6 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--target-label", sample.target_label,
                          "Graph-set models: condition every graph on this label (default: the "
                          "training labels in order)");
-  sample_cmd->add_option("--threads", sample.threads, "libtorch threads (0: one per core)")
-      ->check(cli::thread_count())
-      ->capture_default_str();
   sample_cmd->add_flag("-q,--quiet", sample.quiet, "No summary");
   sample_cmd->callback([&] {
     sample.count_given = sample_cmd->count("--count") > 0;
@@ -506,7 +500,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({log_sum, sum}, CLI::ignore_case))
       ->default_str(log_sum);
   eval_cmd->add_flag("--no-surrogate", eval.no_surrogate, "Skip the surrogate test");
-  eval_cmd->add_option("--threads", es.threads, "Threads (simulations, libtorch; 0: one per core)")
+  eval_cmd
+      ->add_option("--threads", es.threads,
+                   "Threads reading and simulating traces (0: one per core); the surrogate runs on "
+                   "one thread")
       ->check(cli::thread_count())
       ->capture_default_str();
   eval_cmd->add_option("--scratch", es.scratch,

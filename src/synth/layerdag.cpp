@@ -1,6 +1,7 @@
 // The only file of orrery_synth that includes libtorch (about 12 s to compile).
 #include "synth/layerdag.h"
 
+#include <dlfcn.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -139,8 +140,13 @@ Status check_training(const TrainOptions& options) {
   return {};
 }
 
-void set_compute_threads(size_t threads) {
-  if (threads > 0) torch::set_num_threads(static_cast<int>(threads));
+void use_one_compute_thread() {
+  torch::set_num_threads(1);
+  // OpenBLAS, under libtorch's matrix products when it is Debian's selected BLAS, has a thread
+  // count of its own (one per core by default). Another BLAS has no such call and nothing to set.
+  using SetThreads = void (*)(int);
+  if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    set(1);
 }
 
 namespace {
@@ -756,6 +762,7 @@ LayerDag& LayerDag::operator=(LayerDag&&) noexcept = default;
 LayerDag::~LayerDag() = default;
 
 LayerDag LayerDag::create(const LayerDagConfig& config, uint64_t seed) {
+  use_one_compute_thread();
   torch::manual_seed(seed);
   auto impl = std::make_unique<Impl>(config);
   impl->size->eval();
@@ -774,6 +781,7 @@ std::array<uint64_t, kModuleCount> LayerDag::parameter_counts() const {
 Expected<std::vector<ModuleReport>> LayerDag::train(const std::vector<TrainingGraph>& graphs,
                                                     const TrainOptions& options) {
   if (Status valid = check_training(options); !valid) return valid.error();
+  use_one_compute_thread();
   if (graphs.size() < 2) {
     return Error::make(ErrorKind::kInvalidArgument,
                        "training needs at least 2 graphs, the corpus gave {}", graphs.size());
@@ -837,6 +845,7 @@ Expected<std::vector<ModuleReport>> LayerDag::train(const std::vector<TrainingGr
 
 std::vector<EncodedDag> LayerDag::sample(const std::vector<std::vector<float>>& labels,
                                          const SampleOptions& options) const {
+  use_one_compute_thread();
   torch::NoGradGuard guard;
   const LayerDagConfig& config = impl_->config;
   impl_->size->eval();
@@ -1085,6 +1094,7 @@ std::vector<double> fit_and_predict_surrogate(const std::vector<EncodedDag>& tra
                                               const std::array<uint32_t, kAttrCount>& classes,
                                               const SurrogateOptions& options) {
   if (train.size() < 2 || test.empty()) return std::vector<double>(test.size(), 0.0);
+  use_one_compute_thread();
   LayerDagConfig config;
   config.classes = classes;
   config.labels = 0;

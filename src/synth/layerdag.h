@@ -21,8 +21,8 @@
 // loss. docs/models/synth.md has the sizes and defaults.
 //
 // Determinism: initialization follows the seed (torch's generator), every random draw of training
-// and sampling comes from synth::Rng, and CPU kernels are deterministic for a thread count
-// (set_compute_threads): same seed and threads, same weights and samples.
+// and sampling comes from synth::Rng, and CPU kernels are deterministic on one thread
+// (use_one_compute_thread): the same seed gives the same weights and samples on every machine.
 #pragma once
 
 #include <array>
@@ -147,8 +147,12 @@ class LayerDag {
 uint32_t draw_layer_size(std::vector<double> probabilities, uint32_t room, bool first_layer,
                          Rng& rng);
 
-// Threads of libtorch's CPU kernels (0: leave libtorch's default).
-void set_compute_threads(size_t threads);
+// Puts libtorch's CPU kernels, and OpenBLAS under them, on one thread. Both split their
+// reductions by thread count, so any other count changes the last bits of the weights, and the
+// default (one per core) would make a model file depend on the machine. create, train, sample and
+// the surrogate call it. On these small matrices one thread is also the fastest: 200 training
+// steps took 21 s on one thread and 54 s on two (2 cores).
+void use_one_compute_thread();
 
 // The surrogate test: a bidirectional message-passing regressor (the encoder above, unconditioned,
 // a readout, an MLP head, smooth-L1 loss on standardized targets) trained on `train` with

@@ -47,7 +47,7 @@ struct TrainSettings {
   TrainOptions training;
   Platform platform;      // where labels are simulated
   bool condition = true;  // condition on the labels
-  size_t threads = 1;     // libtorch kernels, corpus reading, label simulations (0: one per core)
+  size_t threads = 1;     // corpus reading, label simulations (0: one per core); not the networks
   std::string scratch;    // a folder for simulation files ("": a temporary one)
 };
 

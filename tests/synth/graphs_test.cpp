@@ -159,7 +159,6 @@ GraphTrainSettings tiny(const std::string& graphs) {
 }
 
 TEST(GraphSynthesizer, tpu_tile_train_sample_eval_end_to_end_and_deterministic) {
-  set_compute_threads(1);
   test::TempDir dir;
   const std::string train = kTile + "tpu_tile_val_every15.json";
   const std::string test_set = kTile + "tpu_tile_test_every15.json";
@@ -246,7 +245,6 @@ TEST(GraphSynthesizer, tpu_tile_train_sample_eval_end_to_end_and_deterministic) 
 }
 
 TEST(GraphSynthesizer, an_unconditioned_model_samples_unlabelled_graphs_and_takes_no_target) {
-  set_compute_threads(1);
   test::TempDir dir;
   GraphTrainSettings settings = tiny(kTile + "tpu_tile_val_every15.json");
   settings.condition = false;

@@ -83,7 +83,6 @@ TrainOptions tiny_training() {
 }
 
 TEST(LayerDag, trains_and_samples_graphs_that_respect_the_window_and_the_corpus_classes) {
-  set_compute_threads(1);
   Codebook book;
   const std::vector<TrainingGraph> graphs = corpus(book);
   const LayerDagConfig config = tiny_config(book, graphs);
@@ -149,7 +148,6 @@ TEST(LayerDag, a_layer_that_does_not_fit_ends_the_graph) {
 }
 
 TEST(LayerDag, the_same_seed_gives_the_same_weights_and_samples) {
-  set_compute_threads(1);
   Codebook book;
   const std::vector<TrainingGraph> graphs = corpus(book);
   const LayerDagConfig config = tiny_config(book, graphs);
@@ -179,7 +177,6 @@ TEST(LayerDag, the_same_seed_gives_the_same_weights_and_samples) {
 }
 
 TEST(LayerDag, weights_reload_into_a_fresh_model_and_sample_alike) {
-  set_compute_threads(1);
   Codebook book;
   const std::vector<TrainingGraph> graphs = corpus(book);
   const LayerDagConfig config = tiny_config(book, graphs);
@@ -281,7 +278,6 @@ ChainSets chain_sets(const std::vector<uint32_t>& train_lengths,
 
 TEST(Surrogate, learns_a_quantity_that_grows_with_the_graph) {
   // Target: log10 of the chain length. Trained on lengths 1..12 minus a few, tested on those.
-  set_compute_threads(1);
   std::vector<uint32_t> train_lengths, test_lengths;
   for (uint32_t length = 1; length <= 12; ++length)
     (length % 4 == 2 ? test_lengths : train_lengths).push_back(length);
@@ -301,7 +297,6 @@ TEST(Surrogate, learns_a_quantity_that_grows_with_the_graph) {
 // log10 of the length of chains two to three times longer, which the held-out real graphs need
 // (they run past the synthetic samples' sizes); the sum readout errs more than twice as much.
 TEST(Surrogate, log_sum_readout_extrapolates_to_longer_graphs) {
-  set_compute_threads(1);
   const ChainSets sets = chain_sets({1, 2, 3, 4, 5, 6, 7, 8}, {12, 16, 20, 24});
   auto error_of = [&](SurrogateReadout readout) {
     SurrogateOptions options;
