@@ -30,5 +30,7 @@ namespace orrery::partition {
 Expected<Model> read_model(const std::string& path);
 Expected<Model> read_torch_model(const std::string& path);
 Expected<Model> read_onnx_model(const std::string& path);
+// An ONNX model from its bytes, named `source` in errors (for the fuzz target and tests).
+Expected<Model> parse_onnx_model(const std::string& bytes, const std::string& source);
 
 }  // namespace orrery::partition

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -406,22 +407,27 @@ class OnnxReader {
 
 }  // namespace
 
+Expected<Model> parse_onnx_model(const std::string& bytes, const std::string& source) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(bytes) || !proto.has_graph()) {
+    return Error::make(ErrorKind::kParse,
+                       "{}: neither a PyTorch archive (TorchScript, state dict) nor an ONNX model",
+                       source);
+  }
+  Model model;
+  model.source = source;
+  OnnxReader reader(source, model);
+  Status status = reader.read(proto.graph());
+  if (!status) return status.error();
+  return model;
+}
+
 Expected<Model> read_onnx_model(const std::string& path) {
   if (Status file = refuse_folder(path, "a model"); !file) return file.error();
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  onnx::ModelProto proto;
-  if (!proto.ParseFromIstream(&in) || !proto.has_graph()) {
-    return Error::make(ErrorKind::kParse,
-                       "{}: neither a PyTorch archive (TorchScript, state dict) nor an ONNX model",
-                       path);
-  }
-  Model model;
-  model.source = path;
-  OnnxReader reader(path, model);
-  Status status = reader.read(proto.graph());
-  if (!status) return status.error();
-  return model;
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_onnx_model(bytes, path);
 }
 
 }  // namespace orrery::partition
