@@ -47,8 +47,25 @@ Error layer_error(const Layer& layer, size_t index, const std::string& what) {
                      layer.name, what);
 }
 
+// The extent of a window's positions over `in` padded by `pad` on each side, 0 when the window
+// does not fit (C++ division truncates toward zero, so the formula alone said 1 for a window one
+// wider than the input). The callers bound every operand by kMaxExtent first.
 int64_t conv_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
-  return (in + 2 * pad - kernel) / stride + 1;
+  const int64_t span = in + 2 * pad;
+  return span < kernel ? 0 : (span - kernel) / stride + 1;
+}
+
+// Kernels, strides and padding beyond 2^31 are no real network's; bounded so that the shape
+// arithmetic (kernel area, padded extent) cannot overflow.
+constexpr int64_t kMaxExtent = int64_t{1} << 31;
+
+bool window_in_range(const Layer& layer, bool padded) {
+  const auto within = [](int64_t value, int64_t low) {
+    return value >= low && value <= kMaxExtent;
+  };
+  return within(layer.kernel_h, 1) && within(layer.kernel_w, 1) && within(layer.stride_h, 1) &&
+         within(layer.stride_w, 1) &&
+         (!padded || (within(layer.pad_h, 0) && within(layer.pad_w, 0)));
 }
 
 }  // namespace
@@ -102,11 +119,10 @@ Status finish_model(Model& model, int64_t input_features) {
         shape = {layer.weight.rows(), 1, 1};
         break;
       case LayerKind::kConv2d: {
-        const int64_t taps = layer.kernel_h * layer.kernel_w;
-        if (taps <= 0 || layer.stride_h <= 0 || layer.stride_w <= 0 || layer.pad_h < 0 ||
-            layer.pad_w < 0) {
+        if (!window_in_range(layer, true)) {
           return layer_error(layer, index, "kernel, stride or padding out of range");
         }
+        const int64_t taps = layer.kernel_h * layer.kernel_w;
         if (layer.weight.cols() != shape.channels * taps) {
           return layer_error(
               layer, index,
@@ -124,8 +140,7 @@ Status finish_model(Model& model, int64_t input_features) {
         break;
       }
       case LayerKind::kMaxPool2d: {
-        if (layer.kernel_h <= 0 || layer.kernel_w <= 0 || layer.stride_h <= 0 ||
-            layer.stride_w <= 0) {
+        if (!window_in_range(layer, false)) {
           return layer_error(layer, index, "kernel or stride out of range");
         }
         const int64_t h = conv_extent(shape.height, layer.kernel_h, layer.stride_h, 0);

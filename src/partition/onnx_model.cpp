@@ -93,10 +93,20 @@ class OnnxReader {
       return fail(what + ": data in an external file is not read");
     }
     OnnxTensor out;
+    // The values must be in the file, so a shape beyond 2^40 elements (or with a negative
+    // dimension) is malformed, refused before it is multiplied out of range. The bound holds for
+    // the nonzero dimensions too: an empty tensor's other dimensions become its layer's shape.
+    constexpr int64_t kMaxElements = int64_t{1} << 40;
     int64_t count = 1;
+    int64_t extent = 1;  // the product of the nonzero dimensions
     for (int64_t d : t.dims()) {
+      if (d < 0) return fail(fmt::format("{}: dimension {} is negative", what, d));
+      if (d > 0 && extent > kMaxElements / d) {
+        return fail(fmt::format("{}: a shape of more than 2^40 elements", what));
+      }
       out.dims.push_back(d);
       count *= d;
+      if (d > 0) extent *= d;
     }
     const std::string& raw = t.raw_data();
     auto from_raw = [&](size_t size, auto convert) -> Status {
@@ -306,6 +316,9 @@ class OnnxReader {
       for (int64_t d : dilations) {
         if (d != 1) return node_error(node, index, "dilated convolutions");
       }
+      if ((!strides.empty() && strides.size() != 2) || (!pads.empty() && pads.size() != 4)) {
+        return node_error(node, index, "strides need 2 values and pads 4 for a 2-D convolution");
+      }
       if (pads.size() == 4 && (pads[0] != pads[2] || pads[1] != pads[3])) {
         return node_error(node, index, "asymmetric padding");
       }
@@ -345,6 +358,7 @@ class OnnxReader {
       }
       if (kernel.size() != 2) return node_error(node, index, "only 2-D max pooling");
       if (strides.empty()) strides = kernel;
+      if (strides.size() != 2) return node_error(node, index, "strides need 2 values");
       layer.kind = LayerKind::kMaxPool2d;
       layer.kernel_h = kernel[0];
       layer.kernel_w = kernel[1];

@@ -107,6 +107,35 @@ TEST(Model, shape_errors_name_the_layer) {
   EXPECT_EQ(image.input, (TensorShape{1, 8, 8}));
 }
 
+// Found by fuzz_partition_input: (1 - 2) / 2 + 1 is 1 in C++'s division, so a 2x2 window over a
+// 1x1 map was given a 1x1 output and the forward pass read past the input.
+TEST(Model, a_window_wider_than_its_input_is_an_error) {
+  Model model;
+  model.source = "m.onnx";
+  model.input = {1, 1, 1};
+  Layer pool;
+  pool.kind = LayerKind::kMaxPool2d;
+  pool.name = "pool";
+  pool.kernel_h = pool.kernel_w = pool.stride_h = pool.stride_w = 2;
+  model.layers = {conv(2, 1, 1, 1, 0, 0.0), pool};
+  Status status = finish_model(model);
+  ASSERT_FALSE(status);
+  EXPECT_EQ(status.error().message(),
+            "layer 1 (maxpool2d pool): a 2x2 window does not fit the 2 tensor");
+
+  // A kernel of 2^32 x 2^32 taps overflowed their product.
+  Model huge;
+  huge.source = "m.onnx";
+  huge.input = {1, 4, 4};
+  Layer wide = conv(1, 1, 1, 1, 0, 0.0);
+  wide.kernel_h = wide.kernel_w = int64_t{1} << 32;
+  huge.layers = {wide};
+  Status range = finish_model(huge);
+  ASSERT_FALSE(range);
+  EXPECT_EQ(range.error().message(),
+            "layer 0 (conv2d conv): kernel, stride or padding out of range");
+}
+
 TEST(Dataset, reads_features_and_labels_and_skips_a_header) {
   Expected<Dataset> data = parse_csv_dataset("a,b,label\n0.5,1,3\n-2,1e-3,0\n\n", "d.csv");
   ASSERT_TRUE(data) << data.error().message();

@@ -1,5 +1,6 @@
 // ONNX models read through Debian's ONNX schema: the CNN exported by PyTorch, and bad files.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <filesystem>
 #include <fstream>
@@ -38,6 +39,46 @@ TEST(OnnxModel, files_that_are_not_models_are_errors_naming_the_file) {
   Expected<Model> missing = read_onnx_model("/nonexistent/m.onnx");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message(), "/nonexistent/m.onnx: cannot open");
+}
+
+// Found by fuzz_partition_input: a tensor's dimensions were multiplied without a bound (signed
+// overflow), and a MaxPool with one stride read a second.
+TEST(OnnxModel, malformed_shapes_and_attributes_are_errors_naming_the_node) {
+  onnx::ModelProto proto;
+  onnx::GraphProto* graph = proto.mutable_graph();
+  onnx::TensorProto* weight = graph->add_initializer();
+  weight->set_name("w");
+  weight->set_data_type(onnx::TensorProto_DataType_FLOAT);
+  for (int64_t dim : {int64_t{1} << 30, int64_t{1} << 30}) weight->add_dims(dim);
+  onnx::NodeProto* gemm = graph->add_node();
+  gemm->set_op_type("Gemm");
+  gemm->set_name("fc");
+  gemm->add_input("x");
+  gemm->add_input("w");
+  gemm->add_output("y");
+  Expected<Model> model = parse_onnx_model(proto.SerializeAsString(), "big.onnx");
+  ASSERT_FALSE(model);
+  EXPECT_NE(model.error().message().find("a shape of more than 2^40 elements"), std::string::npos)
+      << model.error().message();
+
+  onnx::ModelProto pooling;
+  pooling.mutable_graph()->add_input()->set_name("x");
+  onnx::NodeProto* pool = pooling.mutable_graph()->add_node();
+  pool->set_op_type("MaxPool");
+  pool->set_name("pool");
+  pool->add_input("x");
+  pool->add_output("y");
+  onnx::AttributeProto* kernel = pool->add_attribute();
+  kernel->set_name("kernel_shape");
+  kernel->add_ints(2);
+  kernel->add_ints(2);
+  onnx::AttributeProto* strides = pool->add_attribute();
+  strides->set_name("strides");
+  strides->add_ints(2);
+  Expected<Model> strided = parse_onnx_model(pooling.SerializeAsString(), "pool.onnx");
+  ASSERT_FALSE(strided);
+  EXPECT_EQ(strided.error().message(),
+            "pool.onnx: ONNX: node 0 (MaxPool \"pool\"): strides need 2 values");
 }
 
 }  // namespace onnx_model_test
