@@ -712,18 +712,37 @@ Expected<at::Tensor> load_tensor(caffe2::serialize::PyTorchStreamReader& archive
                                  const PyValue& value) {
   auto [data, size] = archive.getRecord("data/" + value.storage.key);
   const auto element = static_cast<size_t>(c10::elementSize(value.storage.dtype));
-  if (size < static_cast<size_t>(value.storage.numel) * element) {
+  // The pickle may say anything: the element count must fit the record (compared by division, as
+  // count x element size can wrap), and the view must lie inside it with the non-negative sizes
+  // and strides torch.save writes, its extent summed without overflow.
+  if (value.storage.numel < 0 || static_cast<size_t>(value.storage.numel) > size / element) {
     return torch_error(path, fmt::format("{}: its storage holds {} bytes, not {} elements", name,
                                          size, value.storage.numel));
+  }
+  if (value.sizes.size() != value.strides.size()) {
+    return torch_error(path, fmt::format("{}: {} sizes but {} strides", name, value.sizes.size(),
+                                         value.strides.size()));
+  }
+  bool empty = false;
+  for (size_t d = 0; d < value.sizes.size(); ++d) {
+    if (value.sizes[d] < 0 || value.strides[d] < 0) {
+      return torch_error(path, fmt::format("{}: a negative size or stride", name));
+    }
+    empty = empty || value.sizes[d] == 0;
+  }
+  int64_t last = value.offset;
+  bool past = value.offset < 0;
+  for (size_t d = 0; d < value.sizes.size() && !empty && !past; ++d) {
+    int64_t step = 0;
+    past = __builtin_mul_overflow(value.sizes[d] - 1, value.strides[d], &step) ||
+           __builtin_add_overflow(last, step, &last);
+  }
+  if (past || (!empty && last >= value.storage.numel)) {
+    return torch_error(path, fmt::format("{}: its shape reaches past its storage", name));
   }
   at::Tensor storage = at::from_blob(data.get(), {value.storage.numel},
                                      at::TensorOptions().dtype(value.storage.dtype))
                            .clone();
-  int64_t last = value.offset;
-  for (size_t d = 0; d < value.sizes.size(); ++d) last += (value.sizes[d] - 1) * value.strides[d];
-  if (value.offset < 0 || (!value.sizes.empty() && last >= value.storage.numel)) {
-    return torch_error(path, fmt::format("{}: its shape reaches past its storage", name));
-  }
   return storage.as_strided(value.sizes, value.strides, value.offset).clone();
 }
 

@@ -1,6 +1,8 @@
 // PyTorch's files read with libtorch: TorchScript (scripted and traced), state dicts, bad files.
+#include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -67,6 +69,85 @@ TEST(TorchModel, bad_files_are_errors_naming_the_file) {
   Expected<Model> missing = read_model((dir / "none.pt").string());
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message(), (dir / "none.pt").string() + ": cannot open");
+  std::filesystem::remove_all(dir);
+}
+
+// A state dict of one tensor "fc.weight", written as torch.save writes it (protocol 2 pickle in a
+// zip archive) but with the storage's element count, sizes and strides given.
+std::string state_dict_pickle(int64_t numel, const std::vector<int64_t>& sizes,
+                              const std::vector<int64_t>& strides) {
+  std::string p =
+      "\x80\x02"
+      "ccollections\nOrderedDict\n)R(";
+  const auto text = [&](const std::string& value) {
+    const auto length = static_cast<uint32_t>(value.size());
+    p += 'X';
+    p.append(reinterpret_cast<const char*>(&length), 4);
+    p += value;
+  };
+  const auto integer = [&](int64_t value) {  // LONG1 of 8 bytes, little-endian
+    p += "\x8a\x08";
+    p.append(reinterpret_cast<const char*>(&value), 8);
+  };
+  text("fc.weight");
+  p += "ctorch._utils\n_rebuild_tensor_v2\n((";
+  text("storage");
+  p += "ctorch\nFloatStorage\n";
+  text("0");
+  text("cpu");
+  integer(numel);
+  p += "tQ";   // the persistent id, then the storage it names
+  integer(0);  // offset
+  p += '(';
+  for (int64_t size : sizes) integer(size);
+  p += "t(";
+  for (int64_t stride : strides) integer(stride);
+  p += "t\x89"
+       "ccollections\nOrderedDict\n)RtRu.";  // False: no grad
+  return p;
+}
+
+std::string write_state_dict(const std::filesystem::path& path, const std::string& pickle,
+                             size_t storage_bytes) {
+  caffe2::serialize::PyTorchStreamWriter writer(path.string());
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  const std::vector<char> storage(storage_bytes, 0);
+  writer.writeRecord("data/0", storage.data(), storage.size());
+  writer.writeEndOfFile();
+  return path.string();
+}
+
+// The storage's count and the view were trusted: 2^62 floats times 4 bytes wrapped to 0 and
+// passed the size check, and a view with fewer strides than sizes read past the strides.
+TEST(TorchModel, a_state_dict_whose_tensor_does_not_fit_its_storage_is_an_error) {
+  const auto dir = std::filesystem::temp_directory_path() / "orrery-torch-state-test";
+  std::filesystem::create_directories(dir);
+  const std::string good =
+      write_state_dict(dir / "good.pt", state_dict_pickle(6, {2, 3}, {3, 1}), 24);
+  Expected<Model> model = read_model(good);
+  ASSERT_TRUE(model) << model.error().message();
+  ASSERT_EQ(model->layers.size(), 1u);
+  EXPECT_EQ(model->layers[0].weight.rows(), 2);
+  EXPECT_EQ(model->layers[0].weight.cols(), 3);
+
+  const std::string wrapped =
+      write_state_dict(dir / "wrapped.pt", state_dict_pickle(int64_t{1} << 62, {2, 3}, {3, 1}), 24);
+  Expected<Model> huge = read_model(wrapped);
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().message(),
+            wrapped + ": fc.weight: its storage holds 24 bytes, not 4611686018427387904 elements");
+
+  const std::string uneven =
+      write_state_dict(dir / "uneven.pt", state_dict_pickle(6, {2, 3}, {3}), 24);
+  Expected<Model> strides = read_model(uneven);
+  ASSERT_FALSE(strides);
+  EXPECT_EQ(strides.error().message(), uneven + ": fc.weight: 2 sizes but 1 strides");
+
+  const std::string far = write_state_dict(
+      dir / "far.pt", state_dict_pickle(6, {2, int64_t{1} << 62}, {int64_t{1} << 62, 1}), 24);
+  Expected<Model> overflow = read_model(far);
+  ASSERT_FALSE(overflow);
+  EXPECT_EQ(overflow.error().message(), far + ": fc.weight: its shape reaches past its storage");
   std::filesystem::remove_all(dir);
 }
 
