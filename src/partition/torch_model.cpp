@@ -370,15 +370,18 @@ struct PyValue {
   std::vector<int64_t> strides;  // tensor
 };
 
-PyRef make(PyValue::Kind kind) {
-  auto v = std::make_shared<PyValue>();
-  v->kind = kind;
-  return v;
-}
-
 class Unpickler {
  public:
   Unpickler(const std::string& path, const std::string& bytes) : path_(path), bytes_(bytes) {}
+  Unpickler(const Unpickler&) = delete;
+  Unpickler& operator=(const Unpickler&) = delete;
+  // The values form whatever graph the file builds, cycles included (a list appended to itself
+  // through the memo leaked every value on it): the unpickler owns them all and cuts their links
+  // when it ends, which also frees a deep nesting without recursing. Values the caller still holds
+  // lose their items, so the caller reads them before the unpickler goes.
+  ~Unpickler() {
+    for (const PyRef& value : made_) value->items.clear();
+  }
 
   Expected<PyRef> run() {
     while (true) {
@@ -395,6 +398,12 @@ class Unpickler {
  private:
   Error fail(const std::string& what) const {
     return Error::make(ErrorKind::kParse, "{}: state dict pickle, byte {}: {}", path_, at_, what);
+  }
+  PyRef make(PyValue::Kind kind) {
+    auto value = std::make_shared<PyValue>();
+    value->kind = kind;
+    made_.push_back(value);
+    return value;
   }
   bool take(size_t n, const char** out) {
     if (at_ + n > bytes_.size()) return false;
@@ -705,6 +714,7 @@ class Unpickler {
   bool done_ = false;
   std::vector<PyRef> stack_;
   std::map<uint32_t, PyRef> memo_;
+  std::vector<PyRef> made_;  // every value made, for the destructor
 };
 
 Expected<at::Tensor> load_tensor(caffe2::serialize::PyTorchStreamReader& archive,
