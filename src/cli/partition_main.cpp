@@ -112,11 +112,12 @@ int run(const Options& o) {
     return report_error(
         Error::make(ErrorKind::kInvalidArgument, "--rounds {}: at least 0", o.rounds));
   }
-  // Each point is a whole partitioning and test run; shares finer than 1/1024 of a layer's
-  // traffic move less than one value of the small layers across workers.
-  if (o.grid_points < 2 || o.grid_points > 1025) {
+  // Each point is a whole partitioning and test run, and the shares halve every two points
+  // (1, 2^-1/2, 2^-1, ...): from 130 points the smallest is 2^-64, less than one value of any
+  // layer, so more points only add runs.
+  if (o.grid_points < 2 || o.grid_points > 130) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,
-                                    "--grid-points {}: expected 2 (the shares 1 and 0) to 1025",
+                                    "--grid-points {}: expected 2 (the shares 1 and 0) to 130",
                                     o.grid_points));
   }
   if (o.system.empty() != o.network.empty()) {
@@ -298,7 +299,7 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", o.rounds, "Hungarian/refit alternations per layer (default 3)");
   app.add_option("--seed", o.seed, "seed of the random placement (default 1)");
   app.add_option("--grid-points", o.grid_points,
-                 "budget shares in the sweep, 2 to 1025 (default 17)");
+                 "budget shares in the sweep, 2 to 130 (default 17)");
   if (const std::optional<int> stop = orrery::cli::parse_command_line(app, argc, argv))
     return *stop;
   return orrery::cli::run(o);

@@ -152,7 +152,7 @@ TEST(PartitionCli, bad_inputs_exit_1_with_one_message_naming_the_file) {
            {"--max-accuracy-drop", "inf",
             "--max-accuracy-drop: expected a number from 0 to 100, found inf"},
            {"--grid-points", "4097",
-            "--grid-points 4097: expected 2 (the shares 1 and 0) to 1025"}}) {
+            "--grid-points 4097: expected 2 (the shares 1 and 0) to 130"}}) {
     args = small_model_args(2);
     args.insert(args.end(), {flag, value});
     result = run_orrery(args);
