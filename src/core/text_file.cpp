@@ -12,16 +12,17 @@ Expected<std::string> read_text_file(const std::filesystem::path& path, std::str
   if (Status file = refuse_folder(path, what); !file) return file.error();
   errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    return Error::make(ErrorKind::kIo, "{}: cannot open{}{}{}{}", path.string(),
-                       what.empty() ? "" : " ", what, error != 0 ? ": " : "",
-                       error != 0 ? std::strerror(error) : "");
-  }
+  if (!in) return cannot_open(path, what, errno);
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return Error::make(ErrorKind::kIo, "{}: read failed", path.string());
   return std::move(text).str();
+}
+
+Error cannot_open(const std::filesystem::path& path, std::string_view what, int error) {
+  return Error::make(ErrorKind::kIo, "{}: cannot open{}{}{}{}", path.string(),
+                     what.empty() ? "" : " ", what, error != 0 ? ": " : "",
+                     error != 0 ? std::strerror(error) : "");
 }
 
 Status refuse_folder(const std::filesystem::path& path, std::string_view what) {

@@ -19,6 +19,10 @@ namespace orrery {
 // "the perturbation file".
 Expected<std::string> read_text_file(const std::filesystem::path& path, std::string_view what = {});
 
+// "<path>: cannot open[ <what>][: <strerror(error)>]", for a reader that opens its file itself
+// (`error`: errno after the failed open; 0 leaves the reason out).
+Error cannot_open(const std::filesystem::path& path, std::string_view what, int error);
+
 // "<path>: is a folder, not <what>" (or "a file") when `path` names a folder, ok otherwise, for a
 // reader that streams its file rather than reading it whole: a folder would read as no bytes.
 Status refuse_folder(const std::filesystem::path& path, std::string_view what = {});

@@ -92,4 +92,11 @@ std::string format_count(uint64_t value) {
   return out;
 }
 
+std::string format_duration_ns(double ns) {
+  if (ns >= 1e9) return fmt::format("{:.3g} s", ns / 1e9);
+  if (ns >= 1e6) return fmt::format("{:.3g} ms", ns / 1e6);
+  if (ns >= 1e3) return fmt::format("{:.3g} us", ns / 1e3);
+  return fmt::format("{:.3g} ns", ns);
+}
+
 }  // namespace orrery

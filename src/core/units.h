@@ -23,4 +23,8 @@ std::string format_bytes(uint64_t bytes);
 // "1,048,576": thousands separated by commas, for tables people read.
 std::string format_count(uint64_t value);
 
+// "9.3 us", "131 ms", "1e+291 s": three significant digits in the largest of ns, us, ms and s
+// that keeps the number at least 1 (as the duration flags write them: 5ms, 250us).
+std::string format_duration_ns(double ns);
+
 }  // namespace orrery

@@ -100,10 +100,9 @@ Expected<bool> is_graph_model(const std::string& path) {
 
 Expected<GraphTrainSummary> train_graph_model(const GraphTrainSettings& settings,
                                               const std::string& output, const Log& log) {
-  if (Status sizes = check_sizes(settings.sizes); !sizes) return sizes.error();
-  if (Status training = check_training(settings.training); !training) return training.error();
-  if (settings.window < 2) {
-    return Error::make(ErrorKind::kInvalidArgument, "window {} is below 2 nodes", settings.window);
+  if (Status valid = check_training_setup(settings.window, settings.sizes, settings.training);
+      !valid) {
+    return valid.error();
   }
   GraphSetIssues issues;
   Expected<GraphSet> set = read_graph_set(settings.graphs, &issues);

@@ -140,6 +140,16 @@ Status check_training(const TrainOptions& options) {
   return {};
 }
 
+Status check_training_setup(uint32_t window, const LayerDagConfig& sizes,
+                            const TrainOptions& options) {
+  if (Status valid = check_sizes(sizes); !valid) return valid;
+  if (Status valid = check_training(options); !valid) return valid;
+  if (window < 2) {
+    return Error::make(ErrorKind::kInvalidArgument, "window {} is below 2 nodes", window);
+  }
+  return {};
+}
+
 void use_one_compute_thread() {
   torch::set_num_threads(1);
   // OpenBLAS, under libtorch's matrix products when it is Debian's selected BLAS, has a thread

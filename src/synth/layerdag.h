@@ -95,6 +95,11 @@ struct TrainOptions {
 // the first that is not.
 Status check_training(const TrainOptions& options);
 
+// Both, and a window of at least 2 nodes: what train_model and train_graph_model check before
+// they read a corpus or simulate a label.
+Status check_training_setup(uint32_t window, const LayerDagConfig& sizes,
+                            const TrainOptions& options);
+
 struct ModuleReport {
   Module module = Module::kLayerSize;
   uint32_t examples = 0;

@@ -1,6 +1,7 @@
 #include "synth/model_file.h"
 
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -36,8 +37,9 @@ Status write_model_file(const std::string& path, const ModelFile& file) {
 
 Expected<ModelFile> read_model_file(const std::string& path) {
   if (Status file = refuse_folder(path, "the model file"); !file) return file.error();
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open the model file", path);
+  if (!in) return cannot_open(path, "the model file", errno);
   std::string magic;
   std::getline(in, magic);
   if (magic != kMagic) {

@@ -13,6 +13,7 @@
 #include "chakra/trace_set.h"
 #include "chakra/validation.h"
 #include "core/parallel.h"
+#include "core/units.h"
 #include "synth/baseline.h"
 #include "synth/corpus.h"
 #include "synth/metrics.h"
@@ -213,10 +214,9 @@ Expected<TrainSummary> train_model(const TrainSettings& settings, const std::str
   auto say = [&](const std::string& line) {
     if (log) log(line);
   };
-  if (Status sizes = check_sizes(settings.sizes); !sizes) return sizes.error();
-  if (Status training = check_training(settings.training); !training) return training.error();
-  if (settings.window < 2) {
-    return Error::make(ErrorKind::kInvalidArgument, "window {} is below 2 nodes", settings.window);
+  if (Status valid = check_training_setup(settings.window, settings.sizes, settings.training);
+      !valid) {
+    return valid.error();
   }
   TrainSummary summary;
   Expected<Corpus> corpus = load_corpus(settings.corpus, settings.threads);
@@ -371,13 +371,7 @@ Expected<SampleSummary> sample_traces(const SampleSettings& settings, const Log&
   // The label is scaled by the training range and clamped to it: say so where a target lies out.
   constexpr std::array<const char*, 3> kTargetNames = {"time", "FLOPs", "communication share"};
   const auto target_text = [](size_t idx, double value) {
-    if (idx == 0) {
-      const double ns = std::pow(10.0, value);
-      if (ns >= 1e9) return fmt::format("{:.3g} s", ns / 1e9);
-      if (ns >= 1e6) return fmt::format("{:.3g} ms", ns / 1e6);
-      if (ns >= 1e3) return fmt::format("{:.3g} us", ns / 1e3);
-      return fmt::format("{:.3g} ns", ns);
-    }
+    if (idx == 0) return format_duration_ns(std::pow(10.0, value));
     if (idx == 1) return fmt::format("{:.3g}", std::pow(10.0, value) - 1.0);
     return fmt::format("{:.3g}", value);
   };

@@ -45,5 +45,13 @@ TEST(FormatBytes, picks_the_largest_binary_unit) {
   EXPECT_EQ(format_bytes(3ull << 30), "3.00 GiB");
 }
 
+TEST(FormatDuration, three_digits_in_the_largest_unit_at_least_one) {
+  EXPECT_EQ(format_duration_ns(512), "512 ns");
+  EXPECT_EQ(format_duration_ns(9300), "9.3 us");
+  EXPECT_EQ(format_duration_ns(131e6), "131 ms");
+  EXPECT_EQ(format_duration_ns(1e9), "1 s");
+  EXPECT_EQ(format_duration_ns(1e300), "1e+291 s");
+}
+
 }  // namespace units_test
 }  // namespace orrery
