@@ -104,29 +104,9 @@ std::string describe(const partition::Model& model) {
 }
 
 int run(const Options& o) {
-  if (o.workers < 1) {
-    return report_error(
-        Error::make(ErrorKind::kInvalidArgument, "--workers {}: at least 1", o.workers));
-  }
-  if (o.rounds < 0) {
-    return report_error(
-        Error::make(ErrorKind::kInvalidArgument, "--rounds {}: at least 0", o.rounds));
-  }
-  // Each point is a whole partitioning and test run, and the shares halve every two points
-  // (1, 2^-1/2, 2^-1, ...): from 130 points the smallest is 2^-64, less than one value of any
-  // layer, so more points only add runs.
-  if (o.grid_points < 2 || o.grid_points > 130) {
-    return report_error(Error::make(ErrorKind::kInvalidArgument,
-                                    "--grid-points {}: expected 2 (the shares 1 and 0) to 130",
-                                    o.grid_points));
-  }
   if (o.system.empty() != o.network.empty()) {
     return report_error(Error::make(ErrorKind::kInvalidArgument,
                                     "--system and --network go together (the simulated latency)"));
-  }
-  if (o.batch < 1 || o.bytes_per_value < 1) {
-    return report_error(
-        Error::make(ErrorKind::kInvalidArgument, "--batch and --bytes-per-value: at least 1"));
   }
   partition::StudyOptions study_options;
   if (!o.methods.empty()) {
@@ -253,7 +233,8 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.model,
                  "trained model: TorchScript module or state dict (torch.save), or ONNX")
       ->required();
-  app.add_option("--workers,-k", o.workers, "workers to spread the model over (default 2)");
+  app.add_option("--workers,-k", o.workers, "workers to spread the model over (default 2)")
+      ->check(orrery::cli::whole_number_at_least(1));
   app.add_option("--calibration", o.calibration,
                  "CSV of calibration rows (features, then the label) the refit runs on")
       ->required();
@@ -282,9 +263,11 @@ int main(int argc, char** argv) {
                  "write each method's partitioned inference as Chakra traces\n"
                  "<PREFIX>.<method>.<worker>.et (compute, and the sends and receives of the\n"
                  "activations that cross workers, per layer)");
-  app.add_option("--batch", o.batch, "inferences per trace (default 1)");
+  app.add_option("--batch", o.batch, "inferences per trace (default 1)")
+      ->check(orrery::cli::whole_number_at_least(1));
   app.add_option("--bytes-per-value", o.bytes_per_value,
-                 "bytes of one activation on the wire (default 4, fp32)");
+                 "bytes of one activation on the wire (default 4, fp32)")
+      ->check(orrery::cli::whole_number_at_least(1));
   app.add_option("--system", o.system,
                  "ASTRA-sim system JSON: simulate each method's traces (with --network) and\n"
                  "report the latency");
@@ -296,10 +279,15 @@ int main(int argc, char** argv) {
   app.add_option("--ridge", o.ridge,
                  "refit regularisation toward the trained weights (default 1e-3)")
       ->check(orrery::cli::finite_number(0, 1e9));
-  app.add_option("--rounds", o.rounds, "Hungarian/refit alternations per layer (default 3)");
+  app.add_option("--rounds", o.rounds, "Hungarian/refit alternations per layer (default 3)")
+      ->check(orrery::cli::whole_number_at_least(0));
   app.add_option("--seed", o.seed, "seed of the random placement (default 1)");
+  // Each point is a whole partitioning and test run, and the shares halve every two points
+  // (1, 2^-1/2, 2^-1, ...): from 130 points the smallest is 2^-64, less than one value of any
+  // layer, so more points only add runs.
   app.add_option("--grid-points", o.grid_points,
-                 "budget shares in the sweep, 2 to 130 (default 17)");
+                 "budget shares in the sweep, 2 (the shares 1 and 0) to 130 (default 17)")
+      ->check(orrery::cli::whole_number_in(2, 130));
   if (const std::optional<int> stop = orrery::cli::parse_command_line(app, argc, argv))
     return *stop;
   return orrery::cli::run(o);

@@ -61,6 +61,20 @@ inline CLI::Validator whole_number_at_least(unsigned long long min) {
       "INT >= " + std::to_string(min));
 }
 
+// A whole number from `min` to `max`.
+inline CLI::Validator whole_number_in(unsigned long long min, unsigned long long max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        const std::optional<unsigned long long> value = parse_whole_number(text);
+        if (!value || *value < min || *value > max) {
+          return "expected a whole number from " + std::to_string(min) + " to " +
+                 std::to_string(max) + ", found '" + text + "'";
+        }
+        return std::string();
+      },
+      "INT in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+
 // A thread count: 0 (one per core) to 4096, beyond which creating the threads fails.
 inline CLI::Validator thread_count() {
   return CLI::Validator(

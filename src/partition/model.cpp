@@ -42,30 +42,44 @@ int64_t Model::weighted_layers() const {
 
 namespace {
 
-Error layer_error(const Layer& layer, size_t index, const std::string& what) {
-  return Error::make(ErrorKind::kConfig, "layer {} ({} {}): {}", index, layer_kind_name(layer.kind),
-                     layer.name, what);
+// "<file>: layer 3 (conv2d features.0): <what>".
+Error layer_error(const Model& model, size_t index, const std::string& what) {
+  const Layer& layer = model.layers[index];
+  return Error::make(ErrorKind::kConfig, "{}: layer {} ({} {}): {}", model.source, index,
+                     layer_kind_name(layer.kind), layer.name, what);
 }
 
-// The extent of a window's positions over `in` padded by `pad` on each side, 0 when the window
-// does not fit (C++ division truncates toward zero, so the formula alone said 1 for a window one
-// wider than the input). The callers bound every operand by kMaxExtent first.
-int64_t conv_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
-  const int64_t span = in + 2 * pad;
-  return span < kernel ? 0 : (span - kernel) / stride + 1;
+// At most 2^40 values in one sample's tensor, every dimension at least 1: far above any real
+// network's, and small enough that the shape arithmetic below cannot overflow.
+constexpr int64_t kMaxFeatures = int64_t{1} << 40;
+
+bool shape_in_range(const TensorShape& shape) {
+  int64_t product = 1;
+  for (const int64_t dim : {shape.channels, shape.height, shape.width}) {
+    if (dim < 1 || __builtin_mul_overflow(product, dim, &product) || product > kMaxFeatures)
+      return false;
+  }
+  return true;
 }
 
-// Kernels, strides and padding beyond 2^31 are no real network's; bounded so that the shape
-// arithmetic (kernel area, padded extent) cannot overflow.
+// Kernels, strides and padding beyond 2^31 are no real network's; bounded so that the kernel
+// area and the padded extent cannot overflow.
 constexpr int64_t kMaxExtent = int64_t{1} << 31;
 
-bool window_in_range(const Layer& layer, bool padded) {
+bool window_in_range(const Layer& layer) {
   const auto within = [](int64_t value, int64_t low) {
     return value >= low && value <= kMaxExtent;
   };
   return within(layer.kernel_h, 1) && within(layer.kernel_w, 1) && within(layer.stride_h, 1) &&
-         within(layer.stride_w, 1) &&
-         (!padded || (within(layer.pad_h, 0) && within(layer.pad_w, 0)));
+         within(layer.stride_w, 1) && within(layer.pad_h, 0) && within(layer.pad_w, 0);
+}
+
+// The extent of a window's positions over `in` padded by `pad` on each side, 0 when the window
+// does not fit (C++ division truncates toward zero, so the formula alone said 1 for a window one
+// wider than the input). `in` is a checked shape's and the window a checked layer's: no overflow.
+int64_t conv_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
+  const int64_t span = in + 2 * pad;
+  return span < kernel ? 0 : (span - kernel) / stride + 1;
 }
 
 }  // namespace
@@ -73,6 +87,21 @@ bool window_in_range(const Layer& layer, bool padded) {
 Status finish_model(Model& model, int64_t input_features) {
   if (model.layers.empty()) {
     return Error::make(ErrorKind::kConfig, "{}: the model has no layers", model.source);
+  }
+  // Windows first: the input shape below divides by the first convolution's kernel area.
+  for (size_t index = 0; index < model.layers.size(); ++index) {
+    const Layer& layer = model.layers[index];
+    if (layer.kind != LayerKind::kConv2d && layer.kind != LayerKind::kMaxPool2d) continue;
+    if (!window_in_range(layer)) {
+      return layer_error(model, index, "kernel, stride or padding out of range");
+    }
+    if (layer.kind == LayerKind::kConv2d &&
+        (layer.weight.cols() == 0 ||
+         layer.weight.cols() % (layer.kernel_h * layer.kernel_w) != 0)) {
+      return layer_error(model, index,
+                         fmt::format("{} weight columns are not whole {}x{} kernels",
+                                     layer.weight.cols(), layer.kernel_h, layer.kernel_w));
+    }
   }
   if (model.input.channels == 0) {
     const auto first = std::find_if(model.layers.begin(), model.layers.end(),
@@ -99,6 +128,10 @@ Status finish_model(Model& model, int64_t input_features) {
       model.input = {input_features, 1, 1};
     }
   }
+  if (!shape_in_range(model.input)) {
+    return Error::make(ErrorKind::kConfig, "{}: an input of {}: expected 1 to 2^40 values",
+                       model.source, format_shape(model.input));
+  }
   TensorShape shape = model.input;
   for (size_t index = 0; index < model.layers.size(); ++index) {
     Layer& layer = model.layers[index];
@@ -106,33 +139,30 @@ Status finish_model(Model& model, int64_t input_features) {
     switch (layer.kind) {
       case LayerKind::kDense:
         if (shape.height != 1 || shape.width != 1) {
-          return layer_error(layer, index,
+          return layer_error(model, index,
                              fmt::format("a dense layer after a {} tensor: flatten it first",
                                          format_shape(shape)));
         }
         if (layer.weight.cols() != shape.channels) {
           return layer_error(
-              layer, index,
+              model, index,
               fmt::format("weight {}x{} takes {} inputs, the tensor has {}", layer.weight.rows(),
                           layer.weight.cols(), layer.weight.cols(), shape.channels));
         }
         shape = {layer.weight.rows(), 1, 1};
         break;
       case LayerKind::kConv2d: {
-        if (!window_in_range(layer, true)) {
-          return layer_error(layer, index, "kernel, stride or padding out of range");
-        }
         const int64_t taps = layer.kernel_h * layer.kernel_w;
         if (layer.weight.cols() != shape.channels * taps) {
           return layer_error(
-              layer, index,
+              model, index,
               fmt::format("weights for {} input channels, the tensor {} has {}",
                           layer.weight.cols() / taps, format_shape(shape), shape.channels));
         }
         const int64_t h = conv_extent(shape.height, layer.kernel_h, layer.stride_h, layer.pad_h);
         const int64_t w = conv_extent(shape.width, layer.kernel_w, layer.stride_w, layer.pad_w);
         if (h <= 0 || w <= 0) {
-          return layer_error(layer, index,
+          return layer_error(model, index,
                              fmt::format("a {}x{} kernel does not fit the {} tensor",
                                          layer.kernel_h, layer.kernel_w, format_shape(shape)));
         }
@@ -140,13 +170,10 @@ Status finish_model(Model& model, int64_t input_features) {
         break;
       }
       case LayerKind::kMaxPool2d: {
-        if (!window_in_range(layer, false)) {
-          return layer_error(layer, index, "kernel or stride out of range");
-        }
         const int64_t h = conv_extent(shape.height, layer.kernel_h, layer.stride_h, 0);
         const int64_t w = conv_extent(shape.width, layer.kernel_w, layer.stride_w, 0);
         if (h <= 0 || w <= 0) {
-          return layer_error(layer, index,
+          return layer_error(model, index,
                              fmt::format("a {}x{} window does not fit the {} tensor",
                                          layer.kernel_h, layer.kernel_w, format_shape(shape)));
         }
@@ -155,8 +182,8 @@ Status finish_model(Model& model, int64_t input_features) {
       }
       case LayerKind::kReshape:
         if (layer.reshape_to.channels <= 0) layer.reshape_to = {shape.features(), 1, 1};
-        if (layer.reshape_to.features() != shape.features()) {
-          return layer_error(layer, index,
+        if (!shape_in_range(layer.reshape_to) || layer.reshape_to.features() != shape.features()) {
+          return layer_error(model, index,
                              fmt::format("reshape of {} features to {}", shape.features(),
                                          format_shape(layer.reshape_to)));
         }
@@ -165,14 +192,19 @@ Status finish_model(Model& model, int64_t input_features) {
       case LayerKind::kRelu:
         break;
     }
+    if (!shape_in_range(shape)) {
+      return layer_error(
+          model, index,
+          fmt::format("an output of {}: expected 1 to 2^40 values", format_shape(shape)));
+    }
     if (layer.weighted() && layer.bias.size() == 0) layer.bias = Vector::Zero(layer.weight.rows());
     if (layer.weighted() && layer.bias.size() != layer.weight.rows()) {
       return layer_error(
-          layer, index,
+          model, index,
           fmt::format("{} biases for {} outputs", layer.bias.size(), layer.weight.rows()));
     }
     if (layer.weighted() && !layer.weight.allFinite()) {
-      return layer_error(layer, index, "weights that are not finite numbers");
+      return layer_error(model, index, "weights that are not finite numbers");
     }
     layer.out = shape;
   }

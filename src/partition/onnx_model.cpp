@@ -1,10 +1,9 @@
 // ONNX models through the protobuf schema Debian's libonnx-dev ships (partition/model_file.h).
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -378,6 +377,13 @@ class OnnxReader {
       if (s.empty() || (s[0] != -1 && s[0] != 0)) {
         return node_error(node, index, "a reshape whose first dimension is not the batch");
       }
+      // Whole numbers within a shape's range (-1: the rest), so that the casts below are exact;
+      // finish_model checks the shape they make.
+      if (std::any_of(s.begin() + 1, s.end(), [](double v) {
+            return !(v >= -1 && v <= static_cast<double>(int64_t{1} << 40)) || v != std::floor(v);
+          })) {
+        return node_error(node, index, "a reshape to dimensions that are not -1 to 2^40");
+      }
       layer.kind = LayerKind::kReshape;
       const auto count_open = std::count(s.begin() + 1, s.end(), -1.0);
       if (s.size() == 2) {
@@ -437,11 +443,9 @@ Expected<Model> parse_onnx_model(const std::string& bytes, const std::string& so
 }
 
 Expected<Model> read_onnx_model(const std::string& path) {
-  if (Status file = refuse_folder(path, "a model"); !file) return file.error();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_onnx_model(bytes, path);
+  Expected<std::string> bytes = read_text_file(path, "a model");
+  if (!bytes) return bytes.error();
+  return parse_onnx_model(*bytes, path);
 }
 
 }  // namespace orrery::partition

@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -835,9 +836,11 @@ Expected<Model> read_torch_model(const std::string& path) {
 }
 
 Expected<Model> read_model(const std::string& path) {
+  // Only the first bytes tell the kind: a PyTorch archive is read by libtorch from the path.
   if (Status file = refuse_folder(path, "a model"); !file) return file.error();
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::make(ErrorKind::kIo, "{}: cannot open", path);
+  if (!in) return cannot_open(path, "a model", errno);
   char magic[4] = {0, 0, 0, 0};
   in.read(magic, 4);
   if (in.gcount() == 4 && std::memcmp(magic, "PK\x03\x04", 4) == 0) return read_torch_model(path);

@@ -93,7 +93,7 @@ TEST(Model, shape_errors_name_the_layer) {
   Status status = finish_model(model);
   ASSERT_FALSE(status);
   EXPECT_EQ(status.error().message(),
-            "layer 0 (dense fc1): weight 4x6 takes 6 inputs, the tensor has 8");
+            "m.pt: layer 0 (dense fc1): weight 4x6 takes 6 inputs, the tensor has 8");
 
   Model image;
   image.source = "c.onnx";
@@ -107,33 +107,45 @@ TEST(Model, shape_errors_name_the_layer) {
   EXPECT_EQ(image.input, (TensorShape{1, 8, 8}));
 }
 
-// Found by fuzz_partition_input: (1 - 2) / 2 + 1 is 1 in C++'s division, so a 2x2 window over a
-// 1x1 map was given a 1x1 output and the forward pass read past the input.
-TEST(Model, a_window_wider_than_its_input_is_an_error) {
+// finish_model's error for `layers` on `input` (and `features` a row), or "accepted".
+std::string finish_error(TensorShape input, std::vector<Layer> layers, int64_t features = 0) {
   Model model;
   model.source = "m.onnx";
-  model.input = {1, 1, 1};
+  model.input = input;
+  model.layers = std::move(layers);
+  Status status = finish_model(model, features);
+  return status ? std::string("accepted") : status.error().message();
+}
+
+// Shapes and windows a hostile file can give, each found by fuzz_partition_input or beside one.
+TEST(Model, shapes_and_windows_out_of_range_are_errors_naming_the_layer) {
   Layer pool;
   pool.kind = LayerKind::kMaxPool2d;
   pool.name = "pool";
   pool.kernel_h = pool.kernel_w = pool.stride_h = pool.stride_w = 2;
-  model.layers = {conv(2, 1, 1, 1, 0, 0.0), pool};
-  Status status = finish_model(model);
-  ASSERT_FALSE(status);
-  EXPECT_EQ(status.error().message(),
-            "layer 1 (maxpool2d pool): a 2x2 window does not fit the 2 tensor");
-
+  // (1 - 2) / 2 + 1 is 1 in C++'s division: a 2x2 window over a 1x1 map had a 1x1 output, and
+  // the forward pass read past the input.
+  EXPECT_EQ(finish_error({1, 1, 1}, {conv(2, 1, 1, 1, 0, 0.0), pool}),
+            "m.onnx: layer 1 (maxpool2d pool): a 2x2 window does not fit the 2 tensor");
   // A kernel of 2^32 x 2^32 taps overflowed their product.
-  Model huge;
-  huge.source = "m.onnx";
-  huge.input = {1, 4, 4};
   Layer wide = conv(1, 1, 1, 1, 0, 0.0);
   wide.kernel_h = wide.kernel_w = int64_t{1} << 32;
-  huge.layers = {wide};
-  Status range = finish_model(huge);
-  ASSERT_FALSE(range);
-  EXPECT_EQ(range.error().message(),
-            "layer 0 (conv2d conv): kernel, stride or padding out of range");
+  EXPECT_EQ(finish_error({1, 4, 4}, {wide}),
+            "m.onnx: layer 0 (conv2d conv): kernel, stride or padding out of range");
+  // --input-shape 1,4294967296,4294967296 overflowed its feature count.
+  EXPECT_EQ(finish_error({1, int64_t{1} << 32, int64_t{1} << 32}, {conv(1, 1, 1, 1, 0, 0.0)}),
+            "m.onnx: an input of 1x4294967296x4294967296: expected 1 to 2^40 values");
+  // Three weight columns under a 2x2 kernel made 0 input channels, and the input shape's
+  // inference divided by them.
+  Layer ragged = conv(1, 1, 2, 1, 0, 0.0);
+  ragged.weight = Matrix::Ones(1, 3);
+  EXPECT_EQ(finish_error({0, 1, 1}, {ragged}, 16),
+            "m.onnx: layer 0 (conv2d conv): 3 weight columns are not whole 2x2 kernels");
+  // A padding of 2^31 on each side makes an output of 2^64 positions.
+  Layer padded = conv(1, 1, 1, 1, int64_t{1} << 31, 0.0);
+  EXPECT_EQ(finish_error({1, 4, 4}, {padded}),
+            "m.onnx: layer 0 (conv2d conv): an output of 1x4294967300x4294967300: expected 1 to "
+            "2^40 values");
 }
 
 TEST(Dataset, reads_features_and_labels_and_skips_a_header) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "partition/model_file.h"
 #include "partition/reference.h"
@@ -38,7 +39,8 @@ TEST(OnnxModel, files_that_are_not_models_are_errors_naming_the_file) {
   std::filesystem::remove(path);
   Expected<Model> missing = read_onnx_model("/nonexistent/m.onnx");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message(), "/nonexistent/m.onnx: cannot open");
+  EXPECT_EQ(missing.error().message(),
+            "/nonexistent/m.onnx: cannot open a model: No such file or directory");
 }
 
 // Found by fuzz_partition_input: a tensor's dimensions were multiplied without a bound (signed
@@ -79,6 +81,28 @@ TEST(OnnxModel, malformed_shapes_and_attributes_are_errors_naming_the_node) {
   ASSERT_FALSE(strided);
   EXPECT_EQ(strided.error().message(),
             "pool.onnx: ONNX: node 0 (MaxPool \"pool\"): strides need 2 values");
+
+  // A reshape to 2^63 - 1 features: the double it is read as did not fit int64 on the way back.
+  onnx::ModelProto reshaping;
+  onnx::GraphProto* flat = reshaping.mutable_graph();
+  flat->add_input()->set_name("x");
+  onnx::TensorProto* shape = flat->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto_DataType_INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(-1);
+  shape->add_int64_data(std::numeric_limits<int64_t>::max());
+  onnx::NodeProto* reshape = flat->add_node();
+  reshape->set_op_type("Reshape");
+  reshape->set_name("r");
+  reshape->add_input("x");
+  reshape->add_input("shape");
+  reshape->add_output("y");
+  Expected<Model> far = parse_onnx_model(reshaping.SerializeAsString(), "r.onnx");
+  ASSERT_FALSE(far);
+  EXPECT_EQ(far.error().message(),
+            "r.onnx: ONNX: node 0 (Reshape \"r\"): a reshape to dimensions that are not -1 to "
+            "2^40");
 }
 
 }  // namespace onnx_model_test

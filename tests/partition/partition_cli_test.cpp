@@ -105,7 +105,8 @@ TEST(PartitionCli, bad_inputs_exit_1_with_one_message_naming_the_file) {
   args[2] = (dir / "missing.pt").string();
   CommandResult result = run_orrery(args);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_EQ(result.err, "orrery: error: " + args[2] + ": cannot open\n");
+  EXPECT_EQ(result.err,
+            "orrery: error: " + args[2] + ": cannot open a model: No such file or directory\n");
 
   write(dir / "bad.csv", "1,2,3\n1,2\n");
   args = small_model_args(2);
@@ -152,7 +153,8 @@ TEST(PartitionCli, bad_inputs_exit_1_with_one_message_naming_the_file) {
            {"--max-accuracy-drop", "inf",
             "--max-accuracy-drop: expected a number from 0 to 100, found inf"},
            {"--grid-points", "4097",
-            "--grid-points 4097: expected 2 (the shares 1 and 0) to 130"}}) {
+            "--grid-points: expected a whole number from 2 to 130, found '4097'"},
+           {"--workers", "0", "--workers: expected 1 or more, found 0"}}) {
     args = small_model_args(2);
     args.insert(args.end(), {flag, value});
     result = run_orrery(args);

@@ -68,7 +68,8 @@ TEST(TorchModel, bad_files_are_errors_naming_the_file) {
                                        "again with PyTorch 1.6 or later");
   Expected<Model> missing = read_model((dir / "none.pt").string());
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message(), (dir / "none.pt").string() + ": cannot open");
+  EXPECT_EQ(missing.error().message(),
+            (dir / "none.pt").string() + ": cannot open a model: No such file or directory");
   std::filesystem::remove_all(dir);
 }
 
