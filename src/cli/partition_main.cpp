@@ -233,7 +233,8 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.model,
                  "trained model: TorchScript module or state dict (torch.save), or ONNX")
       ->required();
-  app.add_option("--workers,-k", o.workers, "workers to spread the model over (default 2)")
+  app.add_option("--workers,-k", o.workers,
+                 "workers to spread the model over, 1 to its widest layer's units (default 2)")
       ->check(orrery::cli::whole_number_at_least(1));
   app.add_option("--calibration", o.calibration,
                  "CSV of calibration rows (features, then the label) the refit runs on")

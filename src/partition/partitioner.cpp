@@ -654,11 +654,28 @@ std::vector<std::vector<int32_t>> Partitioner::starts(size_t w,
   return out;
 }
 
-Expected<Partition> Partitioner::run(Method method, const PartitionOptions& options) {
-  const int32_t workers = options.workers;
+Status Partitioner::check_workers(int32_t workers) const {
   if (workers < 1) {
     return Error::make(ErrorKind::kInvalidArgument, "{} workers: at least 1", workers);
   }
+  // More workers than the widest layer has units leaves some worker idle in every layer: not a
+  // partition, and the placements' cost grows with the worker count for nothing.
+  int64_t widest = 0;
+  for (const Weighted& info : weighted_) {
+    widest = std::max(widest, model_.layers[info.layer].units());
+  }
+  if (workers > widest) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "{} workers but the widest layer of {} has {} units: some worker would "
+                       "hold nothing in any layer",
+                       workers, model_.source, widest);
+  }
+  return {};
+}
+
+Expected<Partition> Partitioner::run(Method method, const PartitionOptions& options) {
+  const int32_t workers = options.workers;
+  if (Status valid = check_workers(workers); !valid) return valid.error();
   if (!(options.keep >= 0.0 && options.keep <= 1.0)) {
     return Error::make(ErrorKind::kInvalidArgument, "keep share {} is not in [0, 1]", options.keep);
   }

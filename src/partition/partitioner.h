@@ -80,7 +80,12 @@ class Partitioner {
   // convolution's input channels come from single units. Errors name the layer.
   static Expected<Partitioner> make(const Model& model, const Matrix& calibration);
 
-  // Not thread-safe: caches the co-placement of each worker count.
+  // 1 to the widest dense/conv layer's units: more would leave a worker idle in every layer.
+  // Errors: kInvalidArgument naming both counts and the model.
+  Status check_workers(int32_t workers) const;
+
+  // Not thread-safe: caches the co-placement of each worker count. Errors: check_workers's, and
+  // options out of range.
   Expected<Partition> run(Method method, const PartitionOptions& options);
 
   const Model& model() const { return model_; }

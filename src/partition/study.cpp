@@ -45,6 +45,9 @@ Expected<Study> run_study(Partitioner& partitioner, int64_t calibration_rows, co
                           const StudyOptions& options) {
   const Model& model = partitioner.model();
   if (Status valid = check_dataset(test, model); !valid) return valid.error();
+  if (Status valid = partitioner.check_workers(options.partition.workers); !valid) {
+    return valid.error();
+  }
   if (!(options.max_drop >= 0.0)) {
     return Error::make(ErrorKind::kInvalidArgument, "the accuracy drop must be >= 0");
   }

@@ -161,6 +161,12 @@ TEST(PartitionCli, bad_inputs_exit_1_with_one_message_naming_the_file) {
     EXPECT_EQ(result.exit_code, 1) << flag;
     EXPECT_EQ(result.err.rfind("orrery: error: " + message + "\n", 0), 0u) << result.err;
   }
+  // More workers than the widest layer (128 units) has: refused at once (4,097 ran for 55 s).
+  result = run_orrery(small_model_args(129));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err, "orrery: error: 129 workers but the widest layer of " +
+                            partition_data("digits_mlp_small_state.pt") +
+                            " has 128 units: some worker would hold nothing in any layer\n");
   std::filesystem::remove_all(dir);
 }
 

@@ -272,6 +272,34 @@ TEST(Study, test_labels_beyond_the_models_outputs_are_errors_naming_the_line) {
             "synthetic: row 3: label 7, but the model has 4 outputs (classes 0 to 3)");
 }
 
+TEST(Partitioner, workers_range_from_one_to_the_widest_layers_units) {
+  // dense_model's widest layers have 8 units: 8 workers hold one unit each of them, 9 would leave
+  // one idle in every layer.
+  const Model model = dense_model(7);
+  const Dataset data = labelled(model, 40, 8);
+  Expected<Partitioner> p = Partitioner::make(model, data.features);
+  ASSERT_TRUE(p) << p.error().message();
+  const Partition eight = run(*p, Method::kRepurpose, 8, 0.5);
+  EXPECT_EQ(eight.layers[1].placement.size(), 8u);
+  EXPECT_EQ(worker_sizes(eight.layers[1].placement, 8), std::vector<int64_t>(8, 1));
+  PartitionOptions options;
+  options.workers = 9;
+  Expected<Partition> nine = p->run(Method::kRepurpose, options);
+  ASSERT_FALSE(nine);
+  EXPECT_EQ(nine.error().message(),
+            "9 workers but the widest layer of dense has 8 units: some worker would hold "
+            "nothing in any layer");
+  options.workers = 0;
+  ASSERT_FALSE(p->run(Method::kContiguous, options));
+  EXPECT_EQ(p->check_workers(0).error().message(), "0 workers: at least 1");
+  // The study refuses before it computes anything.
+  StudyOptions study_options;
+  study_options.partition.workers = 9;
+  Expected<Study> study = run_study(*p, 40, data, study_options);
+  ASSERT_FALSE(study);
+  EXPECT_EQ(study.error().message(), nine.error().message());
+}
+
 TEST(InferenceTrace, traces_carry_each_layers_sends_receives_and_compute_and_validate_strictly) {
   const Model model = dense_model(1);
   const Dataset data = labelled(model, 50, 2);
