@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <map>
 
@@ -98,6 +100,21 @@ Expected<std::map<std::string, std::string>> read_meta(sqlite3* db, const std::s
                        meta["format"]);
   }
   return meta;
+}
+
+// A meta value the writer stored as a whole number (missing: 0), checked because the file may
+// not be one this program wrote: std::stoull threw on "1e99" and read "12abc" as 12.
+Expected<uint64_t> meta_whole(std::map<std::string, std::string>& meta, const std::string& key,
+                              const std::string& path, uint64_t most) {
+  const std::string& text = meta[key];
+  if (text.empty()) return uint64_t{0};
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value > most) {
+    return Error::make(ErrorKind::kParse, "{}: meta '{}' is '{}', not a whole number{}", path, key,
+                       text, most == UINT64_MAX ? "" : fmt::format(" up to {}", most));
+  }
+  return value;
 }
 
 std::vector<std::string> split(const std::string& text, char by) {
@@ -320,10 +337,25 @@ Expected<StoredSweep> read_sweep_db(const std::string& path) {
   sweep.name = (*meta)["name"];
   sweep.sweep_file = (*meta)["sweep_file"];
   sweep.workload = (*meta)["workload"];
-  sweep.global_batch = std::stoull("0" + (*meta)["global_batch"]);
-  sweep.points = std::stoull("0" + (*meta)["points"]);
-  sweep.dimensions = std::stoull("0" + (*meta)["dimensions"]);
-  for (const std::string& b : split((*meta)["budgets"], ',')) sweep.budgets.push_back(std::stod(b));
+  // Dimensions: each adds result columns, and SQLite's tables hold at most 32,767.
+  const std::pair<uint64_t*, std::pair<const char*, uint64_t>> wholes[] = {
+      {&sweep.global_batch, {"global_batch", UINT64_MAX}},
+      {&sweep.points, {"points", UINT64_MAX}},
+      {&sweep.dimensions, {"dimensions", 32767}}};
+  for (const auto& [field, key_most] : wholes) {
+    Expected<uint64_t> value = meta_whole(*meta, key_most.first, path, key_most.second);
+    if (!value) return value.error();
+    *field = *value;
+  }
+  for (const std::string& b : split((*meta)["budgets"], ',')) {
+    double budget = 0;
+    const auto [end, ec] = std::from_chars(b.data(), b.data() + b.size(), budget);
+    if (ec != std::errc() || end != b.data() + b.size() || !std::isfinite(budget)) {
+      return Error::make(ErrorKind::kParse, "{}: meta 'budgets' entry '{}' is not a number", path,
+                         b);
+    }
+    sweep.budgets.push_back(budget);
+  }
   sweep.plan_axes_from = SIZE_MAX;
   for (const std::string& a : split((*meta)["axes"], ',')) {
     const std::vector<std::string> parts = split(a, ':');
@@ -369,6 +401,12 @@ Expected<StoredSweep> read_sweep_db(const std::string& path) {
       }
     }
     const std::string status = text(index++);
+    if (status != "ok" && status != "failed" && status != "rejected") {
+      sqlite3_finalize(stmt);
+      return Error::make(ErrorKind::kParse,
+                         "{}: point {}: status '{}' is not ok, rejected or failed", path,
+                         row.result.id, status);
+    }
     row.result.status = status == "ok"       ? PointStatus::kOk
                         : status == "failed" ? PointStatus::kFailed
                                              : PointStatus::kRejected;
@@ -388,6 +426,15 @@ Expected<StoredSweep> read_sweep_db(const std::string& path) {
     row.result.cost = real();
     row.result.throughput = real();
     row.result.events = integer();
+    // SQLite keeps infinities (and no NaN); a simulated point's figures rank the answers.
+    if (row.result.status == PointStatus::kOk &&
+        !(std::isfinite(row.result.iteration_ns) && std::isfinite(row.result.cost) &&
+          std::isfinite(row.result.throughput))) {
+      sqlite3_finalize(stmt);
+      return Error::make(ErrorKind::kParse,
+                         "{}: point {}: an infinite iteration time, cost or throughput", path,
+                         row.result.id);
+    }
     sweep.rows.push_back(std::move(row));
   }
   sqlite3_finalize(stmt);

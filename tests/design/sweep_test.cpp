@@ -2,8 +2,11 @@
 // evaluated alone; the rules and the memory reject points with their reason; a database is resumed
 // without repeating a point; bad sweep files get one error naming the file, the line and the key.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
+
+#include <fmt/format.h>
 #include <string>
 #include <vector>
 
@@ -162,6 +165,56 @@ TEST(Sweep, DatabaseOfAnotherSweepIsRefused) {
   Expected<std::unique_ptr<SweepStore>> store = SweepStore::open(db, *other, 1);
   ASSERT_FALSE(store);
   EXPECT_NE(store.error().message().find(db), std::string::npos) << store.error().message();
+  std::filesystem::remove(db);
+}
+
+// Runs `sql` on the database at `path`.
+void tamper(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  sqlite3_close(db);
+}
+
+TEST(Sweep, ADamagedDatabaseIsOneErrorNamingItAndWhatIsWrong) {
+  // std::stoull and std::stod threw on these meta values and ended `orrery sweep report`; an
+  // unknown status counted as a rejection; an infinite time ranked first or last.
+  Expected<SweepSpec> spec = load_sweep_file(kSmall);
+  ASSERT_TRUE(spec);
+  Expected<std::vector<SweepPoint>> points = expand_sweep(*spec);
+  ASSERT_TRUE(points);
+  const std::string good = temp_db("good");
+  const StoredSweep stored = run_into(*spec, *points, good, 1);
+  uint64_t ok = 0;
+  while (ok < stored.rows.size() && stored.rows[ok].result.status != PointStatus::kOk) ++ok;
+  ASSERT_LT(ok, stored.rows.size());
+  const std::string db = temp_db("damaged");
+  for (const auto& [sql, message] : std::vector<std::pair<std::string, std::string>>{
+           {"UPDATE meta SET value = '99999999999999999999' WHERE key = 'points'",
+            "meta 'points' is '99999999999999999999', not a whole number"},
+           {"UPDATE meta SET value = '16x' WHERE key = 'global_batch'",
+            "meta 'global_batch' is '16x', not a whole number"},
+           {"UPDATE meta SET value = '1000000' WHERE key = 'dimensions'",
+            "meta 'dimensions' is '1000000', not a whole number up to 32767"},
+           {"UPDATE meta SET value = '1e6,x' WHERE key = 'budgets'",
+            "meta 'budgets' entry 'x' is not a number"},
+           {fmt::format("UPDATE points SET status = 'done' WHERE id = {}", ok),
+            fmt::format("point {}: status 'done' is not ok, rejected or failed", ok)},
+           {fmt::format("UPDATE points SET iteration_ns = 1e999 WHERE id = {}", ok),
+            fmt::format("point {}: an infinite iteration time, cost or throughput", ok)}}) {
+    std::filesystem::copy_file(good, db, std::filesystem::copy_options::overwrite_existing);
+    tamper(db, sql);
+    Expected<StoredSweep> read = read_sweep_db(db);
+    ASSERT_FALSE(read) << sql;
+    EXPECT_EQ(read.error().message(), db + ": " + message);
+  }
+  // Budgets are read back as written.
+  std::filesystem::copy_file(good, db, std::filesystem::copy_options::overwrite_existing);
+  tamper(db, "UPDATE meta SET value = '1000000,2.5e6' WHERE key = 'budgets'");
+  Expected<StoredSweep> read = read_sweep_db(db);
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_EQ(read->budgets, (std::vector<double>{1e6, 2.5e6}));
+  std::filesystem::remove(good);
   std::filesystem::remove(db);
 }
 
