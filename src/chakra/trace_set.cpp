@@ -42,7 +42,9 @@ Expected<TraceFiles> resolve_rank_files(const std::string& target,
   // rank -> (preference, path): the order is fixed by `suffixes`, not by the directory listing.
   std::map<uint64_t, std::pair<size_t, std::string>> ranks;
   if (fs::is_directory(dir, error)) {
-    for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    // increment(error): the range-for's ++ would throw if the listing failed midway.
+    for (fs::directory_iterator it(dir, error), last; !error && it != last; it.increment(error)) {
+      const fs::directory_entry& entry = *it;
       const std::string name = entry.path().filename().string();
       if (name.size() <= stem.size() || name.compare(0, stem.size(), stem) != 0) continue;
       std::string_view rest = std::string_view(name).substr(stem.size());

@@ -157,8 +157,9 @@ int run(const Options& o) {
   std::string prefix = o.emit;
   std::filesystem::path scratch;
   if (prefix.empty() && !o.system.empty()) {
-    scratch = std::filesystem::temp_directory_path() /
-              fmt::format("orrery-partition-{}", static_cast<long>(::getpid()));
+    Expected<std::filesystem::path> temp = temp_folder();
+    if (!temp) return report_error(temp.error());
+    scratch = *temp / fmt::format("orrery-partition-{}", static_cast<long>(::getpid()));
     prefix = (scratch / "inference").string();
   }
   std::vector<std::string> written;

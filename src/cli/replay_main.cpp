@@ -56,7 +56,9 @@ extern "C" char** environ;
 // fails, the others are stopped (they would wait for it) and its exit code is the command's.
 int launch_local_ranks(uint32_t world, int argc, char** argv) {
   using namespace orrery;
-  std::string store = (std::filesystem::temp_directory_path() / "orrery-gloo-XXXXXX").string();
+  Expected<std::filesystem::path> temp = temp_folder();
+  if (!temp) return cli::report_error(temp.error());
+  std::string store = (*temp / "orrery-gloo-XXXXXX").string();
   if (::mkdtemp(store.data()) == nullptr) {
     return cli::report_error(Error::make(ErrorKind::kIo, "{}: cannot make the Gloo store: {}",
                                          store, std::strerror(errno)));

@@ -1,6 +1,7 @@
 #include "core/text_file.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,19 @@ Error cannot_open(const std::filesystem::path& path, std::string_view what, int 
   return Error::make(ErrorKind::kIo, "{}: cannot open{}{}{}{}", path.string(),
                      what.empty() ? "" : " ", what, error != 0 ? ": " : "",
                      error != 0 ? std::strerror(error) : "");
+}
+
+Expected<std::filesystem::path> temp_folder() {
+  std::error_code error;
+  std::filesystem::path folder = std::filesystem::temp_directory_path(error);
+  if (!error) return folder;
+  // The variable the library read, in its order, for the message.
+  for (const char* name : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
+    if (const char* value = std::getenv(name); value != nullptr) {
+      return Error::make(ErrorKind::kIo, "{}: not a folder for temporary files ({})", value, name);
+    }
+  }
+  return Error::make(ErrorKind::kIo, "/tmp: not a folder for temporary files: {}", error.message());
 }
 
 Status refuse_folder(const std::filesystem::path& path, std::string_view what) {

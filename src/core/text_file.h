@@ -27,6 +27,11 @@ Error cannot_open(const std::filesystem::path& path, std::string_view what, int 
 // reader that streams its file rather than reading it whole: a folder would read as no bytes.
 Status refuse_folder(const std::filesystem::path& path, std::string_view what = {});
 
+// The folder for scratch files: TMPDIR (or TMP, TEMP, TEMPDIR), else /tmp, as
+// std::filesystem::temp_directory_path finds it, whose throwing form ended the program when the
+// variable named no folder. Errors (kIo): "<folder>: not a folder for temporary files (TMPDIR)".
+Expected<std::filesystem::path> temp_folder();
+
 // Writes `text` to `path` (replacing it) and closes it, so that a full disk, which a short text
 // meets only when the stream's buffer is flushed, is an error too. Errors (kIo): "<path>: cannot
 // create: <reason>", "<path>: cannot write".

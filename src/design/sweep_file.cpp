@@ -213,9 +213,10 @@ class Reader {
 
 std::string resolve(const std::string& base_file, const std::string& path) {
   const std::filesystem::path p(path);
-  if (p.is_absolute() || std::filesystem::exists(p)) return path;
+  std::error_code error;  // a path that cannot be examined is left as written: its reader says why
+  if (p.is_absolute() || std::filesystem::exists(p, error)) return path;
   const std::filesystem::path beside = std::filesystem::path(base_file).parent_path() / p;
-  return std::filesystem::exists(beside) ? beside.string() : path;
+  return std::filesystem::exists(beside, error) ? beside.string() : path;
 }
 
 const std::vector<std::string> kLlmPlanAxes = {"tp",

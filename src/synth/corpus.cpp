@@ -5,10 +5,10 @@
 #include <map>
 #include <optional>
 
+#include "chakra/comm_groups.h"
 #include "chakra/trace_file.h"
 #include "chakra/trace_set.h"
 #include "core/parallel.h"
-#include "chakra/comm_groups.h"
 
 namespace orrery::synth {
 namespace {
@@ -69,7 +69,8 @@ SetResult read_set(const std::string& target) {
   graphs.reserve(ranks);
   chakra::CommGroups groups(ranks);
   const std::string group_file = group_file_of(target, files->from_prefix);
-  if (fs::exists(group_file)) {
+  std::error_code exists_error;
+  if (fs::exists(group_file, exists_error)) {
     if (Status status = chakra::load_comm_group_file(group_file, groups); !status) {
       result.error = status.error();
       return result;
@@ -160,7 +161,10 @@ Expected<Corpus> load_corpus(const std::string& folder, size_t threads) {
   std::vector<std::string> paths;
   for (fs::recursive_directory_iterator it(folder, error), end; !error && it != end;
        it.increment(error)) {
-    if (!it->is_regular_file()) continue;
+    // A broken entry (a symbolic-link loop, say) is skipped as a dangling link is: it is no
+    // trace, and the throwing overload would end the program.
+    std::error_code entry_error;
+    if (!it->is_regular_file(entry_error)) continue;
     const std::string path = it->path().string();
     if (path.ends_with(".et") || path.ends_with(".et.gz")) paths.push_back(path);
   }

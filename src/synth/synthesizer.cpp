@@ -13,6 +13,7 @@
 #include "chakra/trace_set.h"
 #include "chakra/validation.h"
 #include "core/parallel.h"
+#include "core/text_file.h"
 #include "core/units.h"
 #include "synth/baseline.h"
 #include "synth/corpus.h"
@@ -34,16 +35,18 @@ double seconds_since(Clock::time_point start) {
 // A scratch folder: the one given, or a fresh temporary one removed at the end.
 class Scratch {
  public:
-  explicit Scratch(const std::string& given) {
+  Scratch() = default;
+  Status open(const std::string& given) {
     if (!given.empty()) {
       path_ = given;
-      return;
+      return Status::ok();
     }
+    Expected<fs::path> temp = temp_folder();
+    if (!temp) return temp.error();
     static std::atomic<uint32_t> counter{0};
-    path_ = (fs::temp_directory_path() /
-             fmt::format("orrery-synth-{}-{}", ::getpid(), counter.fetch_add(1)))
-                .string();
+    path_ = (*temp / fmt::format("orrery-synth-{}-{}", ::getpid(), counter.fetch_add(1))).string();
     owned_ = true;
+    return Status::ok();
   }
   ~Scratch() {
     if (owned_) {
@@ -241,7 +244,8 @@ Expected<TrainSummary> train_model(const TrainSettings& settings, const std::str
   std::vector<std::array<double, 3>> raw(graphs.size(), {0, 0, 0});
   const auto label_start = Clock::now();
   if (settings.condition) {
-    Scratch scratch(settings.scratch);
+    Scratch scratch;
+    if (Status opened = scratch.open(settings.scratch); !opened) return opened.error();
     Expected<SimulationBench> bench = SimulationBench::create(settings.platform, scratch.path());
     if (!bench) return bench.error();
     std::vector<std::optional<Error>> errors(graphs.size());
@@ -507,8 +511,9 @@ Checked check_trace_set(const std::string& prefix, const std::string& group_file
       return out;
     }
   }
+  std::error_code exists_error;
   Expected<SimFigures> figures =
-      bench.simulate_trace_set(prefix, fs::exists(group_file) ? group_file : "");
+      bench.simulate_trace_set(prefix, fs::exists(group_file, exists_error) ? group_file : "");
   if (!figures) {
     out.reason = figures.error().message();
     return out;
@@ -533,7 +538,8 @@ Expected<EvalReport> evaluate(const EvalSettings& settings, const Log& log) {
   };
   Expected<LoadedModel> model = load_model(settings.model);
   if (!model) return model.error();
-  Scratch scratch(settings.scratch);
+  Scratch scratch;
+  if (Status opened = scratch.open(settings.scratch); !opened) return opened.error();
   std::map<uint32_t, SimulationBench> benches;  // by rank count
   auto bench_for = [&](uint32_t ranks) -> Expected<const SimulationBench*> {
     auto it = benches.find(ranks);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -61,6 +62,30 @@ TEST(TextFile, writes_back_what_it_reads_and_names_a_write_that_fails) {
     ASSERT_FALSE(full);
     EXPECT_EQ(full.error().message(), "/dev/full: cannot write");
   }
+}
+
+TEST(TextFile, a_temporary_folder_that_is_not_one_is_an_error_naming_the_variable) {
+  const char* saved = std::getenv("TMPDIR");
+  const std::string before = saved != nullptr ? saved : "";
+  const std::filesystem::path dir = test::scratch_dir("temp-folder");
+  ::setenv("TMPDIR", "/nonexistent-orrery-tmp", 1);
+  Expected<std::filesystem::path> missing = temp_folder();
+  ::setenv("TMPDIR", "/dev/null", 1);
+  Expected<std::filesystem::path> file = temp_folder();
+  ::setenv("TMPDIR", dir.c_str(), 1);
+  Expected<std::filesystem::path> good = temp_folder();
+  if (saved != nullptr) {
+    ::setenv("TMPDIR", before.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message(),
+            "/nonexistent-orrery-tmp: not a folder for temporary files (TMPDIR)");
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error().message(), "/dev/null: not a folder for temporary files (TMPDIR)");
+  ASSERT_TRUE(good) << good.error().message();
+  EXPECT_EQ(*good, dir);
 }
 
 }  // namespace

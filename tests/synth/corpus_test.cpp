@@ -98,6 +98,22 @@ TEST(Corpus, a_missing_rank_or_an_empty_folder_is_an_error) {
   ASSERT_FALSE(not_folder);
 }
 
+TEST(Corpus, a_symbolic_link_loop_beside_the_traces_is_skipped_as_a_dangling_link_is) {
+  // Examining such an entry threw (status: too many levels of symbolic links) and ended the
+  // program.
+  test::TempDir dir;
+  gen::MicrobenchSpec spec;
+  spec.bytes = 1024;
+  spec.ranks = 2;
+  ASSERT_TRUE(gen::write_microbench(spec, dir.file("ar")));
+  fs::create_symlink(dir.file("loop_b.et"), dir.file("loop_a.et"));
+  fs::create_symlink(dir.file("loop_a.et"), dir.file("loop_b.et"));
+  fs::create_symlink(dir.file("gone.et"), dir.file("dangling.et"));
+  Expected<Corpus> corpus = load_corpus(dir.file(""), 1);
+  ASSERT_TRUE(corpus) << corpus.error().message();
+  EXPECT_EQ(corpus->sets, std::vector<std::string>{dir.file("ar")});
+}
+
 TEST(ModelFile, round_trips_and_names_what_is_wrong) {
   test::TempDir dir;
   ModelFile file;
