@@ -8,13 +8,13 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${FUZZ_BUILD:-build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"trace trace_json json_config network roce_config libra_input host_trace kineto_trace"}
+targets=${FUZZ_TARGETS:-"trace trace_json json_config network roce_config libra_input host_trace kineto_trace graph_set synth_model partition_input state_dict study_files"}
 status=0
 for target in $targets; do
   dict=""
   case $target in
-    trace) ;;
-    network|roce_config|libra_input) dict="-dict=$here/dict/yaml.dict" ;;
+    trace|partition_input|state_dict) ;;
+    network|roce_config|libra_input|study_files) dict="-dict=$here/dict/yaml.dict" ;;
     *) dict="-dict=$here/dict/json.dict" ;;
   esac
   work=$build/fuzz/run_$target

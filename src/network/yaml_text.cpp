@@ -36,8 +36,12 @@ Status check_tree(const YAML::Node& root, std::string_view file_name, size_t bud
                                file_name, yaml_line(entry.first, 0), entry.first.Scalar(),
                                at->second);
           }
-        } else {
-          pending.push_back(entry.first);
+        } else if (!entry.first.IsNull()) {
+          // `? [a, b]: x` or `? {a: b}: x`: no orrery file has such keys, and readers take keys as
+          // strings (yaml-cpp throws converting a mapping or list to one).
+          return Error::make(ErrorKind::kConfig, "{}:{}: a key must be a plain value, not a {}",
+                             file_name, yaml_line(entry.first, 0),
+                             entry.first.IsMap() ? "mapping" : "list");
         }
         pending.push_back(entry.second);
       }

@@ -31,6 +31,19 @@ TEST(HostileNetwork, a_key_given_twice_is_an_error_with_both_lines) {
   EXPECT_TRUE(parse_yaml_text("a: {x: 1}\nb: {x: 2}\n", "f.yml"));
 }
 
+TEST(HostileNetwork, a_key_that_is_a_mapping_or_a_list_is_an_error_with_its_line) {
+  // Readers take keys as strings: yaml-cpp threw converting these, and a hardware preset with one
+  // ended the program (found by fuzz_study_files).
+  Expected<YAML::Node> list = parse_yaml_text("gpu:\n  ? [model, name]\n  : H100\n", "p.yml");
+  ASSERT_FALSE(list);
+  EXPECT_EQ(list.error().message(), "p.yml:2: a key must be a plain value, not a list");
+  Expected<YAML::Node> map = parse_yaml_text("name: x\n? {a: 1}: 2\n", "p.yml");
+  ASSERT_FALSE(map);
+  EXPECT_EQ(map.error().message(), "p.yml:2: a key must be a plain value, not a mapping");
+  // An empty key is a null one, which reads as the string "null" and is refused by name.
+  EXPECT_TRUE(parse_yaml_text(": 1\nb: 2\n", "p.yml"));
+}
+
 TEST(HostileNetwork, aliases_cannot_expand_a_small_text_into_a_huge_tree) {
   // Each level lists the one before ten times: 10^9 nodes from under 300 bytes.
   std::string text = "a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
