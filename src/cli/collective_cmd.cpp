@@ -276,7 +276,8 @@ void add_collective_command(CLI::App& app, int& exit_code) {
                   "default: the preset's)");
   cmd->add_option("--ranks", options->ranks,
                   "ranks: with --hardware, GPUs of one node (fewer than a node) or whole nodes; "
-                  "with -n, must be the network's");
+                  "with -n, must be the network's")
+      ->check(CLI::Range(1u, 1u << 24));
   cmd->add_option("-s,--system", options->system, "ASTRA-sim system JSON (instead of --hardware)");
   cmd->add_option("-n,--network", options->network,
                   "ASTRA-sim network YAML or graph topology file (instead of --hardware)");

@@ -46,6 +46,10 @@ Expected<std::vector<uint64_t>> bench_sizes(const BenchOptions& options, uint32_
                        "-b {} is above -e {}: the sweep runs from the minimum up",
                        options.min_bytes, options.max_bytes);
   }
+  if (options.min_bytes == 0) {
+    // nccl-tests' loop multiplies the size: from 0 it would never reach -e.
+    return Error::make(ErrorKind::kInvalidArgument, "-b 0: sizes start at 1 byte or more");
+  }
   if (options.min_bytes < options.max_bytes && options.factor < 2) {
     return Error::make(ErrorKind::kInvalidArgument, "-f {}: expected a factor of at least 2",
                        options.factor);
@@ -64,6 +68,12 @@ Expected<std::vector<uint64_t>> bench_sizes(const BenchOptions& options, uint32_
         size > options.max_bytes / options.factor)
       break;
     size *= options.factor;
+  }
+  if (sizes.empty()) {
+    return Error::make(ErrorKind::kInvalidArgument,
+                       "-b {} -e {}: every size rounds down to 0 bytes (the op divides its "
+                       "buffer over {} ranks in 4-byte floats: sizes are multiples of {} bytes)",
+                       options.min_bytes, options.max_bytes, ranks, uint64_t{ranks} * 4);
   }
   return sizes;
 }

@@ -50,6 +50,19 @@ TEST(CollectiveBench, sizes_sweep_as_nccl_tests) {
   EXPECT_CONTAINS(bench_sizes(options, 8).error().message(), "-f 1");
   options.op = gen::MicrobenchKind::kBarrier;
   EXPECT_FALSE(bench_sizes(options, 8));
+  // From 0 the sizes never grew: `-b 0 -e 8` ran forever.
+  options.op = gen::MicrobenchKind::kAllReduce;
+  options.factor = 2;
+  options.min_bytes = 0;
+  options.max_bytes = 8;
+  EXPECT_EQ(bench_sizes(options, 8).error().message(), "-b 0: sizes start at 1 byte or more");
+  // Nothing to run is an error, not an empty table.
+  options.op = gen::MicrobenchKind::kAllGather;
+  options.min_bytes = 1;
+  options.max_bytes = 31;
+  EXPECT_EQ(bench_sizes(options, 8).error().message(),
+            "-b 1 -e 31: every size rounds down to 0 bytes (the op divides its buffer over 8 ranks "
+            "in 4-byte floats: sizes are multiples of 32 bytes)");
 }
 
 // The simulated time is the model's closed form: NCCL's time for the chosen pair (the barrier of

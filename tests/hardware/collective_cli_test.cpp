@@ -129,6 +129,10 @@ TEST(CollectiveCli, bad_input_is_one_message_and_exit_1) {
   r = orrery({"collective", "--hardware", "dgx-h100", "--ranks", "12"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.err, "--ranks 12: more than one node of 8 GPUs must be whole nodes");
+  // 0 was the "not given" default and ran the whole node.
+  r = orrery({"collective", "--hardware", "dgx-h100", "--ranks", "0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "orrery: error: --ranks: Value 0 not in range 1 to 16777216");
   r = orrery({"collective", "--hardware", "dgx-h100", "--compare", "/nonexistent.tsv"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.err, "/nonexistent.tsv: cannot open");
