@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/time.h"
 #include "network/topology.h"
+#include "system/nccl_model.h"
 #include "system/system_config.h"
 
 namespace orrery::sys {
@@ -93,6 +94,9 @@ class PhaseRun {
   const net::Topology& topology() const;
   // The rank of member `index` of this phase (its group's ranks in order).
   uint32_t member_rank(uint32_t index) const;
+  // The fabric NCCL sees for this phase's members (nccl_fabric), computed once per member list
+  // and kept by the engine: it is O(members), and every member asks (nccl).
+  const NcclFabric& nccl_fabric() const;
   // Sends `bytes` to member `to` (no receive is implied).
   void send(uint32_t to, uint64_t bytes);
   // Waits for the next message of this phase from member `from`; on_receive runs when it is in.

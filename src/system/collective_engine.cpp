@@ -557,6 +557,18 @@ Rank CollectiveEngine::member(const Stream& stream, uint32_t index) const {
   return stream.rank - stream.run.index * stride + index * stride;
 }
 
+const NcclFabric& CollectiveEngine::nccl_fabric_of(const Stream& stream) {
+  const Phase& phase = phase_of(stream);
+  const uint64_t key = phase.dim == kFlat ? (uint64_t{1} << 63) | instances_[stream.instance].group
+                                          : (uint64_t{phase.dim} << 32) | member(stream, 0);
+  auto [it, fresh] = nccl_fabrics_.try_emplace(key);
+  if (fresh) {
+    it->second = nccl_fabric(topology_, stream.run.members,
+                             [&](uint32_t idx) { return member(stream, idx); });
+  }
+  return it->second;
+}
+
 void CollectiveEngine::start_phase(uint32_t stream_id) {
   Stream& stream = streams_[stream_id];
   const Phase& phase = phase_of(stream);
@@ -801,6 +813,10 @@ const net::Topology& PhaseRun::topology() const { return engine_->topology_; }
 
 uint32_t PhaseRun::member_rank(uint32_t index) const {
   return engine_->member(engine_->streams_[stream_id_], index);
+}
+
+const NcclFabric& PhaseRun::nccl_fabric() const {
+  return engine_->nccl_fabric_of(engine_->streams_[stream_id_]);
 }
 
 void PhaseRun::send(uint32_t to, uint64_t bytes) {

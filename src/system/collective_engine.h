@@ -327,6 +327,7 @@ class CollectiveEngine final : public SystemLayer,
   // What algorithms ask for (through PhaseRun).
   void bundle(uint32_t stream, bool reduce, uint64_t bytes);
   Rank member(const Stream& stream, uint32_t index) const;
+  const NcclFabric& nccl_fabric_of(const Stream& stream);
   void send_message(uint32_t stream, uint32_t to_index, uint32_t mirror_from_index, uint64_t bytes,
                     MirrorPattern pattern);
   // A fresh Message slot; its index is the network token.
@@ -386,6 +387,9 @@ class CollectiveEngine final : public SystemLayer,
   MatchTable matches_;
   std::unordered_map<SwitchKey, uint32_t, SwitchKeyHash> switch_arrivals_;
   std::unordered_map<P2pKey, P2pEntry, P2pKeyHash> p2p_;
+  // nccl_fabric of each member list asked for: a flat phase's group (the key's top bit set) or a
+  // dimension's members (the dimension and the first member's rank).
+  std::unordered_map<uint64_t, NcclFabric> nccl_fabrics_;
   std::vector<Message> messages_;
   std::vector<uint32_t> free_messages_;
   std::vector<CollectiveRecord> records_;

@@ -66,8 +66,7 @@ class Nccl final : public CollectiveAlgorithm {
 
   static Call call_of(const PhaseRun& run) {
     const uint32_t n = run.members();
-    const NcclFabric fabric =
-        nccl_fabric(run.topology(), n, [&](uint32_t idx) { return run.member_rank(idx); });
+    const NcclFabric& fabric = run.nccl_fabric();
     // The phase's size is ASTRA-sim's (a rank's input); NCCL's is the gathered buffer for
     // all-gather.
     uint64_t bytes = run.size();
