@@ -166,14 +166,16 @@ class DocReader {
     return &*found;
   }
 
-  int64_t integer(const Json& object, std::string_view path, const char* key) {
+  // `lowest`: -1 where the writer says "none" so (summary.slowest_rank of a run without ranks).
+  int64_t integer(const Json& object, std::string_view path, const char* key, int lowest = 0) {
     const Json* value = member(object, path, key, Kind::kNumber);
-    return value ? to_int64(*value) : 0;
+    return value && counted(*value, path, key, lowest) ? to_int64(*value) : 0;
   }
   std::optional<int64_t> optional_integer(const Json& object, std::string_view path,
                                           const char* key) {
     const Json* value = member(object, path, key, Kind::kNumber, false);
-    return value ? std::optional<int64_t>(to_int64(*value)) : std::nullopt;
+    if (!value || !counted(*value, path, key)) return std::nullopt;
+    return to_int64(*value);
   }
   double number(const Json& object, std::string_view path, const char* key) {
     const Json* value = member(object, path, key, Kind::kNumber);
@@ -211,6 +213,18 @@ class DocReader {
  private:
   void fail(std::string message) {
     if (!error_) error_ = Error(ErrorKind::kParse, std::move(message));
+  }
+
+  // Every whole number of a result (times in ns, bytes, counts, ranks, dimensions) is one from 0
+  // to 2^53, exact in a double: a time of 2^64 ns saturated to INT64_MAX, and the chart's axis
+  // then stepped past it forever.
+  bool counted(const Json& value, std::string_view path, const char* key, int lowest = 0) {
+    constexpr double kMost = 9007199254740992.0;  // 2^53
+    const double number = value.get<double>();
+    if (number >= lowest && number <= kMost && number == std::floor(number)) return true;
+    fail(fmt::format("{}: expected a whole number from {} to 2^53, found {}", join_path(path, key),
+                     lowest, value.dump()));
+    return false;
   }
 
   std::optional<Error> error_;
@@ -252,7 +266,7 @@ Expected<RunDoc> read_document(const Json& root) {
   if (const Json* summary = reader.member(root, "", "summary", Kind::kObject)) {
     doc.ranks = reader.integer(*summary, "summary", "ranks");
     doc.simulated = reader.integer(*summary, "summary", "simulated_ns");
-    doc.slowest = reader.integer(*summary, "summary", "slowest_rank");
+    doc.slowest = reader.integer(*summary, "summary", "slowest_rank", -1);
     doc.collectives = reader.integer(*summary, "summary", "collectives");
     doc.messages = reader.integer(*summary, "summary", "messages");
     doc.events = reader.optional_integer(*summary, "summary", "events");
@@ -679,7 +693,8 @@ void Page::open_svg(const char* id, double width, double height, const std::stri
 // Grid lines and labels for values growing upwards, from `bottom` to `top`.
 void Page::vertical_value_axis(const Axis& axis, double left, double right, double top,
                                double bottom, bool time) {
-  for (int64_t tick = 0; tick <= axis.max; tick += axis.step) {
+  for (int64_t ticks = axis.max / axis.step, idx = 0; idx <= ticks; ++idx) {
+    const int64_t tick = idx * axis.step;
     const double y =
         bottom - (bottom - top) * static_cast<double>(tick) / static_cast<double>(axis.max);
     add("<line class=\"{}\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>"
@@ -692,7 +707,8 @@ void Page::vertical_value_axis(const Axis& axis, double left, double right, doub
 // Grid lines and labels for values growing rightwards, from `left` to `right`.
 void Page::horizontal_value_axis(const Axis& axis, double left, double right, double top,
                                  double bottom, bool time) {
-  for (int64_t tick = 0; tick <= axis.max; tick += axis.step) {
+  for (int64_t ticks = axis.max / axis.step, idx = 0; idx <= ticks; ++idx) {
+    const int64_t tick = idx * axis.step;
     const double x =
         left + (right - left) * static_cast<double>(tick) / static_cast<double>(axis.max);
     add("<line class=\"{}\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>"

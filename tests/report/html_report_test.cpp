@@ -455,6 +455,26 @@ TEST(HtmlReportErrors, a_mistyped_key_is_named_by_its_path) {
   EXPECT_EQ(error_of(doc), "collectives: expected an array, found an object");
 }
 
+TEST(HtmlReportErrors, a_count_or_time_beyond_2_to_the_53_or_below_0_is_named_by_its_path) {
+  // A duration of 2^64 ns saturated, and the chart's axis then stepped past it forever.
+  json doc = make_result(4);
+  doc["collectives"][1]["duration_ns"] = 18446744073709551616.0;
+  EXPECT_EQ(error_of(doc),
+            "collectives[1].duration_ns: expected a whole number from 0 to 2^53, found "
+            "1.8446744073709552e+19");
+  doc = make_result(4);
+  doc["ranks"][0]["compute_ns"] = -5;
+  EXPECT_EQ(error_of(doc), "ranks[0].compute_ns: expected a whole number from 0 to 2^53, found -5");
+  doc = make_result(4);
+  doc["links"][0]["peak_queue"] = 2.5;
+  EXPECT_EQ(error_of(doc),
+            "links[0].peak_queue: expected a whole number from 0 to 2^53, found 2.5");
+  // 2^53 itself renders.
+  doc = make_result(4);
+  doc["collectives"][1]["duration_ns"] = int64_t{1} << 53;
+  EXPECT_TRUE(render_html_report(doc));
+}
+
 TEST(HtmlReportErrors, optional_keys_may_be_absent) {
   json doc = make_result(2);
   doc.erase("system");
