@@ -162,9 +162,12 @@ double WorkerFit::loss(int64_t output) const {
 
 Matrix WorkerFit::weights() const {
   const auto m = static_cast<int64_t>(basis_.size());
-  // No input kept (a worker of one unit with no budget left, say): every weight is 0. Eigen's
-  // triangular solve of an empty system binds a reference through a null pointer.
-  if (m == 0) return Matrix::Zero(static_cast<int64_t>(outputs_.size()), g_.columns());
+  // No input kept, or no unit of this layer on the worker (more workers than the layer has
+  // units): nothing to solve, and Eigen's triangular solve of an empty system binds a reference
+  // through a null pointer.
+  if (m == 0 || outputs_.empty()) {
+    return Matrix::Zero(static_cast<int64_t>(outputs_.size()), g_.columns());
+  }
   Matrix factor(m, m);  // L: rows of V at the basis columns
   for (int64_t i = 0; i < m; ++i) factor.row(i) = v_.row(basis_[static_cast<size_t>(i)]).head(m);
   Matrix rhs(m, static_cast<int64_t>(outputs_.size()));
