@@ -54,6 +54,19 @@ class OrreryError : public std::runtime_error {
 
 [[noreturn]] void raise(const Error& error) { throw OrreryError(error.message()); }
 
+// `value` as a T, or an orrery.Error naming the argument: pybind11's own failure is a bare
+// "Unable to cast Python instance to C++ type".
+template <typename T>
+T cast_arg(const py::handle& value, std::string_view name, std::string_view expected) {
+  try {
+    return value.template cast<T>();
+  } catch (const py::cast_error&) {
+    raise(Error::make(ErrorKind::kInvalidArgument, "{}: expected {}, found {} {}", name, expected,
+                      py::str(py::type::of(value).attr("__name__")).cast<std::string>(),
+                      py::repr(value).cast<std::string>()));
+  }
+}
+
 template <typename T>
 T unwrap(Expected<T> value) {
   if (!value) raise(value.error());
@@ -297,16 +310,8 @@ sim::RunSettings settings_from(const py::kwargs& kwargs, sim::RunSettings settin
   for (const auto& [key, value] : kwargs) {
     const std::string name = key.cast<std::string>();
     if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
-    // pybind11's own failure is a bare "Unable to cast Python instance to C++ type".
     auto as = [&name, value = value]<typename T>(std::type_identity<T>, const char* expected) {
-      try {
-        return value.template cast<T>();
-      } catch (const py::cast_error&) {
-        raise(Error::make(ErrorKind::kInvalidArgument, "{}: expected {}, found {} {}", name,
-                          expected,
-                          py::str(py::type::of(value).attr("__name__")).cast<std::string>(),
-                          py::repr(value).cast<std::string>()));
-      }
+      return cast_arg<T>(value, name, expected);
     };
     if (name == "backend") {
       settings.backend = as(std::type_identity<std::string>{}, "a backend name");
@@ -398,7 +403,8 @@ PyScenario make_scenario(const py::object& workload, const py::object& system,
                          const py::object& network, const py::object& comm_groups,
                          const py::object& memory, const py::kwargs& kwargs) {
   sim::RunSettings settings = settings_from(kwargs, sim::RunSettings{}, {"uniform", "perturb"});
-  const bool uniform = kwargs.contains("uniform") && kwargs["uniform"].cast<bool>();
+  const bool uniform =
+      kwargs.contains("uniform") && cast_arg<bool>(kwargs["uniform"], "uniform", "True or False");
 
   sim::Scenario::Inputs inputs;
   if (py::isinstance<py::str>(network)) {
@@ -446,7 +452,8 @@ PyScenario make_scenario(const py::object& workload, const py::object& system,
     options.uniform = uniform;
     options.max_ranks = ranks;
     options.threads = settings.threads;
-    const std::string path = workload.cast<std::string>();
+    const std::string path =
+        cast_arg<std::string>(workload, "workload", "a trace prefix or an orrery.TraceSet");
     py::gil_scoped_release release;
     Expected<std::shared_ptr<const chakra::TraceSet>> loaded =
         chakra::TraceSet::load(path, options);
@@ -483,7 +490,7 @@ std::shared_ptr<const net::NetworkDescription> replace_dimensions(
     dims.push_back(network.logical.dimension(dim));
   }
   auto values = [&](const py::object& list, const char* what) {
-    std::vector<double> out = list.cast<std::vector<double>>();
+    std::vector<double> out = cast_arg<std::vector<double>>(list, what, "a list of numbers");
     if (out.size() != dims.size()) {
       raise(Error::make(ErrorKind::kInvalidArgument,
                         "{}: {} values for a network of {} dimension(s)", what, out.size(),
@@ -543,7 +550,8 @@ PyScenario replace_scenario(const PyScenario& base, const py::kwargs& kwargs) {
   }
   if (kwargs.contains("perturb")) inputs.perturbation = perturbation_from(kwargs["perturb"]);
   if (kwargs.contains("workload")) {
-    const PyTraceSet& set = kwargs["workload"].cast<const PyTraceSet&>();
+    const PyTraceSet& set =
+        cast_arg<const PyTraceSet&>(kwargs["workload"], "workload", "an orrery.TraceSet");
     inputs.traces = set.traces;
     inputs.comm_groups = set.groups;
   }

@@ -201,6 +201,15 @@ def test_errors_are_orrery_errors_with_the_clis_message(tmp_path):
         example_scenario().replace(threads=-1)
     with pytest.raises(orrery.Error, match="fast_path 'on': expected True, False, 'auto' or 'off'"):
         example_scenario().replace(fast_path="on")
+    # So do the scenario's own arguments.
+    with pytest.raises(orrery.Error, match=r"bandwidth: expected a list of numbers, found list \[1, 'a'\]"):
+        example_scenario().replace(bandwidth=[1, "a"])
+    with pytest.raises(orrery.Error, match="workload: expected an orrery.TraceSet, found int 3"):
+        example_scenario().replace(workload=3)
+    with pytest.raises(orrery.Error,
+                       match="workload: expected a trace prefix or an orrery.TraceSet, found int 3"):
+        orrery.Scenario.from_files(workload=3, system=str(EXAMPLE / "system.json"),
+                                   network=str(EXAMPLE / "network.yml"))
 
 
 def test_fast_path_takes_the_command_lines_words_too():
