@@ -104,10 +104,12 @@ Expected<std::map<std::string, std::string>> read_meta(sqlite3* db, const std::s
 
 // A meta value the writer stored as a whole number (missing: 0), checked because the file may
 // not be one this program wrote: std::stoull threw on "1e99" and read "12abc" as 12.
-Expected<uint64_t> meta_whole(std::map<std::string, std::string>& meta, const std::string& key,
-                              const std::string& path, uint64_t most) {
-  const std::string& text = meta[key];
-  if (text.empty()) return uint64_t{0};
+Expected<uint64_t> meta_whole(const std::map<std::string, std::string>& meta,
+                              const std::string& key, const std::string& path,
+                              uint64_t most = UINT64_MAX) {
+  const auto found = meta.find(key);
+  if (found == meta.end() || found->second.empty()) return uint64_t{0};
+  const std::string& text = found->second;
   uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value > most) {
@@ -337,16 +339,16 @@ Expected<StoredSweep> read_sweep_db(const std::string& path) {
   sweep.name = (*meta)["name"];
   sweep.sweep_file = (*meta)["sweep_file"];
   sweep.workload = (*meta)["workload"];
-  // Dimensions: each adds result columns, and SQLite's tables hold at most 32,767.
-  const std::pair<uint64_t*, std::pair<const char*, uint64_t>> wholes[] = {
-      {&sweep.global_batch, {"global_batch", UINT64_MAX}},
-      {&sweep.points, {"points", UINT64_MAX}},
-      {&sweep.dimensions, {"dimensions", 32767}}};
-  for (const auto& [field, key_most] : wholes) {
-    Expected<uint64_t> value = meta_whole(*meta, key_most.first, path, key_most.second);
-    if (!value) return value.error();
-    *field = *value;
+  Expected<uint64_t> global_batch = meta_whole(*meta, "global_batch", path);
+  Expected<uint64_t> points = meta_whole(*meta, "points", path);
+  // Each dimension adds result columns, and SQLite's tables hold at most 32,767.
+  Expected<uint64_t> dimensions = meta_whole(*meta, "dimensions", path, 32767);
+  for (const Expected<uint64_t>* value : {&global_batch, &points, &dimensions}) {
+    if (!*value) return value->error();
   }
+  sweep.global_batch = *global_batch;
+  sweep.points = *points;
+  sweep.dimensions = *dimensions;
   for (const std::string& b : split((*meta)["budgets"], ',')) {
     double budget = 0;
     const auto [end, ec] = std::from_chars(b.data(), b.data() + b.size(), budget);

@@ -69,8 +69,8 @@ SetResult read_set(const std::string& target) {
   graphs.reserve(ranks);
   chakra::CommGroups groups(ranks);
   const std::string group_file = group_file_of(target, files->from_prefix);
-  std::error_code exists_error;
-  if (fs::exists(group_file, exists_error)) {
+  std::error_code ignored;
+  if (fs::exists(group_file, ignored)) {
     if (Status status = chakra::load_comm_group_file(group_file, groups); !status) {
       result.error = status.error();
       return result;
@@ -163,8 +163,8 @@ Expected<Corpus> load_corpus(const std::string& folder, size_t threads) {
        it.increment(error)) {
     // A broken entry (a symbolic-link loop, say) is skipped as a dangling link is: it is no
     // trace, and the throwing overload would end the program.
-    std::error_code entry_error;
-    if (!it->is_regular_file(entry_error)) continue;
+    std::error_code ignored;
+    if (!it->is_regular_file(ignored)) continue;
     const std::string path = it->path().string();
     if (path.ends_with(".et") || path.ends_with(".et.gz")) paths.push_back(path);
   }

@@ -511,9 +511,9 @@ Checked check_trace_set(const std::string& prefix, const std::string& group_file
       return out;
     }
   }
-  std::error_code exists_error;
+  std::error_code ignored;
   Expected<SimFigures> figures =
-      bench.simulate_trace_set(prefix, fs::exists(group_file, exists_error) ? group_file : "");
+      bench.simulate_trace_set(prefix, fs::exists(group_file, ignored) ? group_file : "");
   if (!figures) {
     out.reason = figures.error().message();
     return out;
