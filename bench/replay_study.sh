@@ -19,6 +19,8 @@
 # those: what the Python program spends around the operators is about the same per step whatever
 # the batch, so the comparison at K = 1 (the tests' traces, steps of 0.4 to 11 ms) and at larger K
 # separates it from the operators' own time.
+# REPLAY_FLAGS adds options to every replay (REPLAY_FLAGS=--autograd: backward passes through
+# libtorch's autograd engine, docs/models/replay.md).
 # Usage: bench/replay_study.sh [build-dir] [iterations (10)] [rounds (2)] [batch scale (1)]
 set -euo pipefail
 # One thread for OpenBLAS too (libtorch multiplies through it when libopenblas0-pthread is
@@ -33,6 +35,7 @@ iterations=${2:-10}
 rounds=${3:-2}
 scale=${4:-1}
 orrery="$build/orrery"
+read -ra replay_flags <<<"${REPLAY_FLAGS:-}"
 python=/usr/bin/python3
 recorded=tests/data/pytorch/recorded
 out=$(mktemp -d)
@@ -53,7 +56,7 @@ JSON
 malloc_state="thresholds fixed at 1 GiB"
 [[ -n "${MALLOC_MMAP_THRESHOLD_:-}" ]] || malloc_state="as glibc sets it"
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start;" \
-  "malloc $malloc_state; batch scale $scale"
+  "malloc $malloc_state; batch scale $scale; replay flags: ${REPLAY_FLAGS:-none}"
 printf "%-18s %11s %11s %8s | %10s %10s %8s | %7s %7s | %11s %8s | %s %s\n" model "orig wall" "replay" "diff" \
   "orig CPU" "replay CPU" "diff" "cov #" "cov t" "simulated" "vs rep" "paired CPU diff, range" \
   "| orig - replay CPU"
@@ -65,7 +68,7 @@ for model in mlp_train mlp_infer cnn_train cnn_infer transformer_train transform
   for round in $(seq "$rounds"); do
     "$python" tests/replay/record_models.py --measure "$model" --iterations "$iterations" \
       --batch-scale "$scale" >"$out/orig.$round.json"
-    "$orrery" replay "$recorded/$model/${model}_et.json.gz" \
+    "$orrery" replay "${replay_flags[@]}" "$recorded/$model/${model}_et.json.gz" \
       --profile "$recorded/$model/${model}_trace.json.gz" --threads 1 --warmup 5 \
       --iterations "$iterations" --emit-chakra "$out/$model" --json >"$out/replay.$round.json"
   done
@@ -105,9 +108,9 @@ echo "over Open MPI, mpirun -np 2), alternately, rounds x iterations"
 for round in $(seq "$rounds"); do
   "$python" tests/replay/record_models.py --measure ddp --iterations "$iterations" \
     --batch-scale "$scale" >"$out/ddp.orig.$round.json"
-  "$orrery" replay --dir "$recorded/ddp" --backend gloo --threads 1 --warmup 5 \
+  "$orrery" replay "${replay_flags[@]}" --dir "$recorded/ddp" --backend gloo --threads 1 --warmup 5 \
     --iterations "$iterations" --emit-chakra "$out/ddp" --json >"$out/ddp.gloo.$round.json"
-  mpirun --allow-run-as-root --oversubscribe -np 2 "$orrery" replay --dir "$recorded/ddp" \
+  mpirun --allow-run-as-root --oversubscribe -np 2 "$orrery" replay "${replay_flags[@]}" --dir "$recorded/ddp" \
     --threads 1 --warmup 5 --iterations "$iterations" --json >"$out/ddp.mpi.$round.json"
 done
 cp "$out/ddp.gloo.$rounds.json" "$out/ddp.json"

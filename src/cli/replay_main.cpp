@@ -173,6 +173,10 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-subnormals", keep_subnormals,
                "compute with subnormal floats (default: flushed to zero, as their slow arithmetic "
                "makes times depend on the random tensor contents)");
+  app.add_flag("--autograd", options.autograd,
+               "run each backward pass through libtorch's autograd engine from the recorded loss, "
+               "as the recorded run did, rather than its recorded ops one by one (the engine's "
+               "own time counts; each op of the pass gets its share of the measured whole)");
   app.add_flag("--sync-comm", sync_comm,
                "run each collective where it was issued, blocking (default: on a communication "
                "thread, waited for by the first operator that uses its tensors)");

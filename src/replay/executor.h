@@ -49,6 +49,18 @@ struct ExecutorOptions {
   // an operator's time depend on its values, which a trace does not record: the replay's random
   // data and the recorded run's real data differ there, in either direction.
   bool flush_subnormals = true;
+  // The backward pass run by libtorch's autograd engine rather than op by op (`--autograd`):
+  // the forward ops run with gradients recorded on the parameters (the tensors an optimizer op
+  // writes in place), and where the trace's backward pass begins (its first op under an
+  // `autograd::engine::evaluate_function` label, after the `aten::ones_like` that seeded it)
+  // the engine runs backward() from the loss, as the recorded run did; the recorded backward
+  // ops do not run. Optimizer ops run without gradients, as PyTorch's do. What it adds to a
+  // replay: the engine's own work and the graph the forward pass builds, which the trace's ops
+  // do not hold. What it costs: the backward pass is timed as a whole, and its recorded ops get
+  // their shares of that as time_backward_ops() says. A backward pass with communication in it
+  // (DDP's hooks), with no seed, or that the engine cannot run, is replayed op by op, and
+  // adjustments() says why.
+  bool autograd = false;
 };
 
 class Executor {
@@ -62,6 +74,11 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
+  // ExecutorOptions::autograd: whether the engine's backward passes time each op (the session's
+  // check and warm-up passes, the default) or run untimed within and give each op its share of
+  // the measured whole in the proportions the timed passes found (measured passes: timing each
+  // op costs about 5% of a backward pass).
+  void time_backward_ops(bool each);
   // Why op `index` of the plan could not be built; nullopt when it was (or is not a compute op).
   const std::optional<std::string>& build_failure(size_t index) const;
   // Runs compute op `index` once; returns its wall time in nanoseconds, or the error's first line.
@@ -75,6 +92,8 @@ class Executor {
   // empty when no built operator reads its storage (such storages are never allocated).
   std::vector<double> values(uint32_t index);
   int threads() const;
+  // ExecutorOptions::autograd: the backward passes the engine runs (not replayed op by op).
+  uint64_t autograd_passes() const;
   static std::string library_version();
   // What the build changed, counted ("devices mapped to cpu", "pin_memory=True made False", ...).
   const std::map<std::string, uint64_t>& adjustments() const;

@@ -710,6 +710,26 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
     replay.schema = std::string(op.op_schema);
     replay.tid = op.tid;
     replay.children = subtree_size(index);
+    // The labels above it: its pass and nearest scope. Bounded by the node count, so a parent
+    // cycle in a damaged trace cannot loop.
+    {
+      std::optional<uint64_t> parent = op.parent;
+      for (size_t depth = 0; parent && *parent != op.id && depth < ops.size(); ++depth) {
+        const std::optional<size_t> above = trace.find(*parent);
+        if (!above || marker_number(ops[*above].name)) break;
+        const std::string_view label = ops[*above].name;
+        if (replay.scope.empty() && ops[*above].op_schema.empty()) replay.scope = label;
+        if (starts_with(label, "autograd::engine::evaluate_function:")) {
+          replay.pass = Pass::kBackward;
+          break;
+        }
+        if (starts_with(label, "Optimizer.")) {
+          replay.pass = Pass::kOptimizer;
+          break;
+        }
+        parent = ops[*above].parent;
+      }
+    }
     Expected<std::vector<Arg>> inputs = builder.args(op, op.inputs);
     if (!inputs) return inputs.error();
     Expected<std::vector<Arg>> outputs = builder.args(op, op.outputs);

@@ -126,6 +126,11 @@ struct CommOp {
   uint32_t group_size = 0;
 };
 
+// Where an op ran in a training step, from the labels above it in the trace: the autograd
+// engine's (`autograd::engine::evaluate_function: XBackward0`) or an optimizer's
+// (`Optimizer.step#SGD.step`, `Optimizer.zero_grad#...`); forward is everything else.
+enum class Pass : uint8_t { kForward, kBackward, kOptimizer };
+
 struct ReplayOp {
   uint64_t node_id = 0;
   std::string name;
@@ -137,6 +142,10 @@ struct ReplayOp {
   std::optional<CommOp> comm;
   std::string reason;   // kUnsupported: why it cannot be built
   size_t children = 0;  // nodes under it in the trace (run inside it, not replayed)
+  Pass pass = Pass::kForward;
+  // The nearest label above the op ("torch::autograd::AccumulateGrad", "MulBackward0",
+  // "Optimizer.step#SGD.step"), "" when its parent is the iteration's marker or none.
+  std::string scope;
 };
 
 // Something the plan left out or changed, counted, with examples.

@@ -212,6 +212,7 @@ Expected<ReplayOutcome> replay(const ReplayOptions& options, Communicator& commu
   executor_options.seed = options.seed + trace_rank;
   executor_options.threads = options.threads;
   executor_options.flush_subnormals = options.flush_subnormals;
+  executor_options.autograd = options.autograd;
   Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, executor_options);
   if (!executor) return executor.error();
   SessionOptions session_options;
@@ -230,6 +231,7 @@ Expected<ReplayOutcome> replay(const ReplayOptions& options, Communicator& commu
   inputs.libtorch = Executor::library_version();
   inputs.threads = (*executor)->threads();
   inputs.subnormals_flushed = options.flush_subnormals;
+  inputs.autograd_passes = (*executor)->autograd_passes();
   inputs.adjustments = (*executor)->adjustments();
   inputs.storage_bytes = (*executor)->allocated_bytes();
   outcome.report = make_rank_report(inputs);

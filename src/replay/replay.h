@@ -40,6 +40,7 @@ struct ReplayOptions {
   uint64_t seed = 0;
   bool async_comm = true;
   bool flush_subnormals = true;  // ExecutorOptions::flush_subnormals
+  bool autograd = false;         // ExecutorOptions::autograd
   std::string emit_chakra;       // "" for none
 };
 

@@ -120,6 +120,7 @@ RankReport make_rank_report(const ReportInputs& inputs) {
   report.libtorch = inputs.libtorch;
   report.threads = inputs.threads;
   report.subnormals_flushed = inputs.subnormals_flushed;
+  report.autograd_passes = inputs.autograd_passes;
   report.warmup = session.warmup;
   report.iterations = session.iterations;
   report.storage_bytes = inputs.storage_bytes;
@@ -275,6 +276,7 @@ json rank_json(const RankReport& report) {
           {"libtorch", report.libtorch},
           {"threads", report.threads},
           {"subnormals", report.subnormals_flushed ? "flushed" : "kept"},
+          {"backward", report.autograd_passes > 0 ? "autograd engine" : "recorded ops"},
           {"communicator", report.communicator},
           {"warmup", report.warmup},
           {"iterations", report.iterations},
@@ -342,8 +344,12 @@ std::string format_text(const RankReport& report, size_t top) {
                      report.device, report.threads, report.threads == 1 ? "" : "s", report.libtorch,
                      report.communicator);
   out += fmt::format(
-      "  iterations      {} warm-up, {} measured (after a check pass); subnormals {}\n",
-      report.warmup, report.iterations, report.subnormals_flushed ? "flushed to zero" : "kept");
+      "  iterations      {} warm-up, {} measured (after a check pass); subnormals {}{}\n",
+      report.warmup, report.iterations, report.subnormals_flushed ? "flushed to zero" : "kept",
+      report.autograd_passes > 0
+          ? fmt::format("; {} backward pass{} by the autograd engine", report.autograd_passes,
+                        report.autograd_passes == 1 ? "" : "es")
+          : std::string());
   const Spread& wall = report.iteration_us;
   out += fmt::format("  iteration       {} median (min {}, max {}, quartiles {} to {}); CPU {}\n",
                      us_text(wall.median), us_text(wall.min), us_text(wall.max), us_text(wall.p25),

@@ -84,6 +84,7 @@ struct RankReport {
   std::string libtorch;
   int threads = 0;
   bool subnormals_flushed = true;
+  uint64_t autograd_passes = 0;  // backward passes the autograd engine ran (--autograd)
   int warmup = 0;
   int iterations = 0;
   Spread iteration_us;
@@ -117,6 +118,7 @@ struct ReportInputs {
   std::string libtorch;
   int threads = 0;
   bool subnormals_flushed = true;
+  uint64_t autograd_passes = 0;
   std::map<std::string, uint64_t> adjustments;
   uint64_t storage_bytes = 0;
 };

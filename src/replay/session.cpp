@@ -436,6 +436,7 @@ Expected<SessionResult> run_session(const ReplayPlan& plan, Executor& executor,
   for (int pass = 0; pass < passes; ++pass) {
     const bool measured = pass > options.warmup;
     executor.restore();  // untimed: every pass starts from the same state
+    executor.time_backward_ops(!measured);
     if (Status together = communicator.barrier(); !together) return together.error();
     struct Pending {
       uint64_t number;

@@ -3,7 +3,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 #include <torch/csrc/jit/runtime/operator.h>
 #include <torch/version.h>
@@ -105,6 +108,45 @@ class ArgError {
   std::string message_;
 };
 
+int64_t now_ns() {
+  return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now().time_since_epoch())
+                                  .count());
+}
+
+// The outermost operators the autograd engine runs during one backward(), as the trace's
+// observer saw them: a thread-local RecordFunction callback, on for that call only (an active
+// callback makes every operator call pay for RecordFunction), times each operator with a schema
+// that starts outside another (labels such as `autograd::engine::evaluate_function: ...` have
+// none and are walked through). The engine runs a CPU graph on the calling thread.
+struct EngineOps {
+  struct Op {
+    std::string name;
+    int64_t end_ns = 0;
+  };
+  std::vector<Op> ops;
+  int depth = 0;  // > 0 inside a timed operator
+};
+thread_local EngineOps* engine_ops = nullptr;
+
+std::unique_ptr<at::ObserverContext> engine_op_start(const at::RecordFunction& fn) {
+  EngineOps* seen = engine_ops;
+  if (seen == nullptr) return nullptr;
+  if (seen->depth > 0) {
+    ++seen->depth;
+  } else if (c10::optional<c10::OperatorName> name = fn.operator_name()) {
+    seen->depth = 1;
+    seen->ops.push_back({std::move(name->name), 0});
+  }
+  return nullptr;
+}
+
+void engine_op_end(const at::RecordFunction&, at::ObserverContext*) {
+  EngineOps* seen = engine_ops;
+  if (seen == nullptr || seen->depth == 0) return;
+  if (--seen->depth == 0) seen->ops.back().end_ns = now_ns();
+}
+
 }  // namespace
 
 struct Executor::Impl {
@@ -127,6 +169,36 @@ struct Executor::Impl {
   std::vector<std::pair<size_t, at::Tensor>> snapshots;
   std::vector<c10::IValue> slots;  // outputs kept for later readers, this iteration
   uint64_t allocated = 0;
+  // ExecutorOptions::autograd: the recorded backward passes the engine runs, each replacing
+  // the ops [first, last] of the plan, started by its first built op.
+  struct BackwardPass {
+    size_t first = 0;
+    size_t last = 0;
+    size_t trigger = 0;
+    bool active = true;
+    at::Tensor loss;  // captured when the seed op runs
+    at::Tensor seed;
+    // The ops of the pass the session times (built compute ops), and what the engine ran: the
+    // names last matched, and per timed op the index in the engine's list, or -1.
+    std::vector<size_t> timed;
+    std::vector<std::string> matched_names;
+    std::vector<int64_t> match;
+    std::vector<int64_t> times;  // per plan op in [first, last], ns, of the last run
+    // Per timed op: its spans in the last kKeptSpans timed passes (a bound for --warmup 100000).
+    std::vector<std::vector<int64_t>> samples;
+    uint64_t timed_runs = 0;
+    std::vector<double> shares;  // per timed op: its part of the pass
+  };
+  std::vector<BackwardPass> backward_passes;
+  std::vector<int32_t> backward_of;     // per op: its pass in backward_passes, or -1
+  std::vector<int32_t> seed_of;         // per op: the pass it seeds, or -1
+  std::vector<bool> no_grad;            // per op: runs with gradients off
+  std::vector<bool> optimizer_written;  // per storage
+  std::vector<at::Tensor> leaves;       // the parameters, with their gradients
+  std::vector<uint32_t> leaf_storages;  // per leaf
+  bool grads_paired = false;            // pair_gradients()
+  bool grads_kept = true;               // the recorded AccumulateGrad added into existing gradients
+  bool time_engine_ops = true;          // Executor::time_backward_ops
   const std::optional<std::string> none;
 
   at::Tensor view(uint32_t index) {
@@ -349,14 +421,314 @@ struct Executor::Impl {
 
   // Storages an op writes in place: optimizer updates, running statistics, accumulated gradients.
   void note_writes(const ReplayOp& op, const std::vector<c10::Argument>& params) {
+    const bool optimizer = op.pass == Pass::kOptimizer;
+    const auto write = [&](const Arg& arg) {
+      if (arg.kind != Arg::Kind::kTensor) return;
+      written[plan->tensors[arg.tensor].storage] = true;
+      if (optimizer) optimizer_written[plan->tensors[arg.tensor].storage] = true;
+    };
     for (size_t at = 0; at < params.size() && at < op.inputs.size(); ++at) {
       const c10::AliasInfo* alias = params[at].alias_info();
       if (alias == nullptr || !alias->isWrite()) continue;
-      const Arg& arg = op.inputs[at];
-      if (arg.kind == Arg::Kind::kTensor) written[plan->tensors[arg.tensor].storage] = true;
-      for (const Arg& item : arg.items)
-        if (item.kind == Arg::Kind::kTensor) written[plan->tensors[item.tensor].storage] = true;
+      write(op.inputs[at]);
+      for (const Arg& item : op.inputs[at].items) write(item);
     }
+  }
+
+  // ExecutorOptions::autograd: finds the backward passes and the parameters, and marks the ops
+  // that run without gradients. Runs after link_outputs().
+  void setup_autograd() {
+    const size_t count = plan->ops.size();
+    backward_of.assign(count, -1);
+    seed_of.assign(count, -1);
+    no_grad.assign(count, false);
+    for (size_t index = 0; index < count; ++index)
+      no_grad[index] = plan->ops[index].pass != Pass::kForward;
+    const auto refuse = [&](std::string_view why) {
+      ++adjustments[fmt::format("backward passes replayed op by op: {}", why)];
+    };
+    for (size_t first = 0; first < count;) {
+      if (plan->ops[first].pass != Pass::kBackward) {
+        ++first;
+        continue;
+      }
+      // The pass runs to its last backward op; communication between its ops (DDP's gradient
+      // hooks issue all-reduces from inside it) belongs to it.
+      size_t last = first;
+      for (size_t index = first + 1; index < count; ++index) {
+        if (plan->ops[index].pass == Pass::kBackward) {
+          last = index;
+        } else if (plan->ops[index].kind != OpKind::kComm) {
+          break;
+        }
+      }
+      const size_t next = last + 1;
+      BackwardPass pass;
+      pass.first = first;
+      pass.last = last;
+      bool communicates = false;
+      std::optional<size_t> trigger;
+      for (size_t index = first; index <= last; ++index) {
+        if (plan->ops[index].kind == OpKind::kComm) communicates = true;
+        if (!trigger && prepared[index]) trigger = index;
+      }
+      // The seed: the last forward op before the pass, if it is torch.autograd.backward's
+      // ones_like of a loss an earlier op produced.
+      std::optional<size_t> seed;
+      for (size_t index = first; index-- > 0;) {
+        if (plan->ops[index].kind == OpKind::kUnsupported) continue;
+        if (plan->ops[index].pass == Pass::kForward && prepared[index] &&
+            plan->ops[index].name == "aten::ones_like") {
+          const std::vector<Place>& from = prepared[index]->inputs_from;
+          if (std::any_of(from.begin(), from.end(),
+                          [](const Place& place) { return place.position == 0 && place.item < 0; }))
+            seed = index;
+        }
+        break;
+      }
+      first = next;
+      if (!trigger) continue;
+      if (communicates) {
+        refuse("it communicates (gradient hooks, such as DDP's, that the replay does not have)");
+        continue;
+      }
+      if (!seed) {
+        refuse("no aten::ones_like of a computed loss just before it (the seed gradient)");
+        continue;
+      }
+      pass.trigger = *trigger;
+      for (size_t index = pass.first; index <= pass.last; ++index)
+        if (prepared[index]) pass.timed.push_back(index);
+      const int32_t number = static_cast<int32_t>(backward_passes.size());
+      for (size_t index = pass.first; index <= pass.last; ++index) backward_of[index] = number;
+      seed_of[*seed] = number;
+      backward_passes.push_back(pass);
+    }
+    // The recorded AccumulateGrad either added into a gradient zero_grad() had zeroed (an op
+    // under it) or took the new gradient as it was (zero_grad(set_to_none=True): none).
+    bool accumulated = false;
+    for (const ReplayOp& op : plan->ops)
+      if (op.pass == Pass::kBackward && op.scope == "torch::autograd::AccumulateGrad")
+        accumulated = true;
+    grads_kept = accumulated;
+    if (backward_passes.empty()) return;
+    // The parameters: floating tensors forward ops read that no earlier op produced and an
+    // optimizer op writes in place.
+    for (size_t index = 0; index < count; ++index) {
+      if (plan->ops[index].pass != Pass::kForward || !prepared[index]) continue;
+      const ReplayOp& op = plan->ops[index];
+      std::vector<std::pair<size_t, int64_t>> produced;
+      for (const Place& place : prepared[index]->inputs_from)
+        produced.emplace_back(place.position, place.item);
+      const auto leaf = [&](const Arg& arg, size_t position, int64_t item) {
+        if (arg.kind != Arg::Kind::kTensor) return;
+        const TensorView& view = plan->tensors[arg.tensor];
+        if (is_integral(view.dtype) || view.dtype == DType::kBool) return;
+        if (!optimizer_written[view.storage]) return;
+        if (std::find(produced.begin(), produced.end(), std::make_pair(position, item)) !=
+            produced.end())
+          return;
+        if (!views[arg.tensor].defined()) return;
+        at::Tensor tensor = views[arg.tensor];
+        if (tensor.requires_grad()) return;
+        tensor.requires_grad_(true);
+        leaves.push_back(tensor);
+        leaf_storages.push_back(view.storage);
+      };
+      for (size_t position = 0; position < op.inputs.size(); ++position) {
+        leaf(op.inputs[position], position, -1);
+        for (size_t item = 0; item < op.inputs[position].items.size(); ++item)
+          leaf(op.inputs[position].items[item], position, static_cast<int64_t>(item));
+      }
+    }
+    adjustments[fmt::format("backward passes run by the autograd engine ({} parameters)",
+                            leaves.size())] += backward_passes.size();
+    if (grads_kept) pair_gradients();
+  }
+
+  // Gives each parameter, as its .grad, the gradient buffer the recorded run had: zero_grad()
+  // and step() walk the optimizer's parameters in the same order, so the k-th tensor zero_grad
+  // zeroes is the gradient of the k-th parameter step writes. Then the engine's AccumulateGrad
+  // adds into the buffer the recorded zero_grad zeroes and the recorded optimizer reads, as in
+  // the recorded run. When they do not pair up (counts or shapes), each parameter gets a
+  // gradient of its own, zeroed before every pass, and the optimizer reads the recorded buffers.
+  void pair_gradients() {
+    std::vector<uint32_t> zeroed;   // plan tensors
+    std::vector<uint32_t> stepped;  // storages, in first-touch order
+    for (size_t index = 0; index < plan->ops.size(); ++index) {
+      const ReplayOp& op = plan->ops[index];
+      if (op.pass != Pass::kOptimizer || !prepared[index]) continue;
+      if (op.scope.starts_with("Optimizer.zero_grad") && op.name == "aten::zero_" &&
+          !op.inputs.empty() && op.inputs[0].kind == Arg::Kind::kTensor)
+        zeroed.push_back(op.inputs[0].tensor);
+      if (!op.scope.starts_with("Optimizer.step")) continue;
+      const auto touch = [&](const Arg& arg) {
+        if (arg.kind != Arg::Kind::kTensor) return;
+        const uint32_t storage = plan->tensors[arg.tensor].storage;
+        if (std::find(leaf_storages.begin(), leaf_storages.end(), storage) != leaf_storages.end() &&
+            std::find(stepped.begin(), stepped.end(), storage) == stepped.end())
+          stepped.push_back(storage);
+      };
+      for (const Arg& arg : op.inputs) {
+        touch(arg);
+        for (const Arg& item : arg.items) touch(item);
+      }
+    }
+    const auto step_of = [&](size_t leaf) {
+      return static_cast<size_t>(std::find(stepped.begin(), stepped.end(), leaf_storages[leaf]) -
+                                 stepped.begin());
+    };
+    bool paired = zeroed.size() == stepped.size() && !zeroed.empty();
+    for (size_t at = 0; paired && at < leaves.size(); ++at) {
+      const size_t k = step_of(at);
+      if (k == stepped.size() || !views[zeroed[k]].defined() ||
+          views[zeroed[k]].sizes() != leaves[at].sizes() ||
+          views[zeroed[k]].scalar_type() != leaves[at].scalar_type())
+        paired = false;
+    }
+    for (size_t at = 0; at < leaves.size(); ++at)
+      leaves[at].mutable_grad() = paired ? views[zeroed[step_of(at)]] : at::zeros_like(leaves[at]);
+    grads_paired = paired;
+    if (!paired && !leaves.empty()) {
+      ++adjustments
+          ["parameters with gradients of their own (zero_grad and step do not pair them with the "
+           "recorded gradients)"];
+    }
+  }
+
+  // Runs a backward pass through the engine and shares its time among the pass's recorded ops
+  // (pass.times); returns the whole, or the error's first line. With `time_ops` each op the
+  // engine runs is timed (engine_op_start); that costs about 5% of the pass (RecordFunction on
+  // every operator call), so measured passes run without it and share their time in the
+  // proportions the timed passes found.
+  Expected<int64_t> run_backward(BackwardPass& pass) {
+    if (!pass.loss.defined() || !pass.seed.defined())
+      return Error::make(ErrorKind::kInvalidArgument, "its loss was not computed");
+    const bool time_ops = time_engine_ops || pass.shares.empty();
+    EngineOps seen;
+    std::optional<at::CallbackHandle> handle;
+    if (time_ops) {
+      seen.ops.reserve(pass.timed.size() + 16);
+      handle = at::addThreadLocalCallback(at::RecordFunctionCallback(engine_op_start, engine_op_end)
+                                              .scopes({at::RecordScope::FUNCTION}));
+      engine_ops = &seen;
+    }
+    const int64_t start = now_ns();
+    std::optional<std::string> failure;
+    try {
+      torch::autograd::backward({pass.loss}, {pass.seed});
+    } catch (const c10::Error& error) {
+      failure = first_line(error.what_without_backtrace());
+    } catch (const std::exception& error) {
+      failure = first_line(error.what());
+    }
+    const int64_t end = now_ns();
+    if (handle) {
+      engine_ops = nullptr;
+      at::removeCallback(*handle);
+    }
+    pass.loss = at::Tensor();
+    pass.seed = at::Tensor();
+    if (failure) return Error::make(ErrorKind::kInvalidArgument, "{}", *failure);
+    // What the recorded ops would have let go.
+    for (size_t index = pass.first; index <= pass.last; ++index) {
+      if (!prepared[index]) continue;
+      for (const size_t slot : prepared[index]->releases) slots[slot] = c10::IValue();
+    }
+    if (time_ops) learn_shares(pass, seen, start, end);
+    share_time(pass, end - start);
+    return end - start;
+  }
+
+  // Matches the engine's ops to the recorded ones by name, in order (a recorded op the engine
+  // did not run is looked past, up to 16 ahead), once per sequence of names, and keeps each
+  // recorded op's time from the end of the engine's op before it to the end of its own (the
+  // engine's work between ops counts in the op after it; its work after the last op, in the
+  // last). pass.shares: each op's median over the timed passes, as a fraction of their sum.
+  void learn_shares(BackwardPass& pass, const EngineOps& seen, int64_t start, int64_t end) {
+    const bool same =
+        pass.match.size() == pass.timed.size() && seen.ops.size() == pass.matched_names.size() &&
+        std::equal(
+            seen.ops.begin(), seen.ops.end(), pass.matched_names.begin(),
+            [](const EngineOps::Op& op, const std::string& name) { return op.name == name; });
+    if (!same) {
+      pass.matched_names.clear();
+      for (const EngineOps::Op& op : seen.ops) pass.matched_names.push_back(op.name);
+      pass.match.assign(pass.timed.size(), -1);
+      pass.samples.assign(pass.timed.size(), {});
+      pass.timed_runs = 0;
+      size_t expected = 0;
+      size_t unmatched_engine = 0;
+      for (size_t at = 0; at < seen.ops.size(); ++at) {
+        size_t ahead = expected;
+        while (ahead < pass.timed.size() && ahead < expected + 16 &&
+               plan->ops[pass.timed[ahead]].name != seen.ops[at].name)
+          ++ahead;
+        if (ahead < pass.timed.size() && plan->ops[pass.timed[ahead]].name == seen.ops[at].name) {
+          pass.match[ahead] = static_cast<int64_t>(at);
+          expected = ahead + 1;
+        } else {
+          ++unmatched_engine;
+        }
+      }
+      const auto missing =
+          static_cast<uint64_t>(std::count(pass.match.begin(), pass.match.end(), int64_t{-1}));
+      if (missing > 0) {
+        adjustments["recorded backward ops the autograd engine did not run (timed as 0)"] +=
+            missing;
+      }
+      if (unmatched_engine > 0) {
+        adjustments
+            ["ops the autograd engine ran that the trace's backward pass does not have "
+             "(timed in the recorded op after them)"] += unmatched_engine;
+      }
+    }
+    std::vector<int64_t> spans(pass.timed.size(), 0);
+    int64_t previous_end = start;
+    std::optional<size_t> last_matched;
+    for (size_t at = 0; at < pass.timed.size(); ++at) {
+      if (pass.match[at] < 0) continue;
+      const int64_t op_end = seen.ops[static_cast<size_t>(pass.match[at])].end_ns;
+      spans[at] = op_end - previous_end;
+      previous_end = op_end;
+      last_matched = at;
+    }
+    // With nothing matched, the first timed op (the trigger) takes the whole pass.
+    spans[last_matched.value_or(0)] += end - previous_end;
+    constexpr uint64_t kKeptSpans = 64;
+    for (size_t at = 0; at < spans.size(); ++at) {
+      if (pass.samples[at].size() < kKeptSpans) {
+        pass.samples[at].push_back(spans[at]);
+      } else {
+        pass.samples[at][pass.timed_runs % kKeptSpans] = spans[at];
+      }
+    }
+    ++pass.timed_runs;
+    std::vector<double> medians(spans.size(), 0.0);
+    double total = 0;
+    for (size_t at = 0; at < spans.size(); ++at) {
+      std::vector<int64_t> sorted = pass.samples[at];
+      std::sort(sorted.begin(), sorted.end());
+      const size_t n = sorted.size();
+      medians[at] = n % 2 == 1 ? static_cast<double>(sorted[n / 2])
+                               : 0.5 * static_cast<double>(sorted[n / 2 - 1] + sorted[n / 2]);
+      total += medians[at];
+    }
+    pass.shares.assign(spans.size(), 0.0);
+    for (size_t at = 0; at < spans.size(); ++at)
+      pass.shares[at] = total > 0 ? medians[at] / total : (at == 0 ? 1.0 : 0.0);
+  }
+
+  // pass.times: `elapsed` in the learned shares, the rounding in the trigger (the sum is exact).
+  void share_time(BackwardPass& pass, int64_t elapsed) {
+    pass.times.assign(pass.last - pass.first + 1, 0);
+    int64_t given = 0;
+    for (size_t at = 0; at < pass.timed.size(); ++at) {
+      const auto part = static_cast<int64_t>(static_cast<double>(elapsed) * pass.shares[at]);
+      pass.times[pass.timed[at] - pass.first] = part;
+      given += part;
+    }
+    pass.times[pass.trigger - pass.first] += elapsed - given;
   }
 
   // Keeps the initial contents of the storages written in place, up to a bound per storage and in
@@ -570,11 +942,13 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ReplayPlan& plan,
   impl->integer_uses.resize(plan.storages.size());
   impl->fills.assign(plan.storages.size(), Fill::kSymmetric);
   impl->written.assign(plan.storages.size(), false);
+  impl->optimizer_written.assign(plan.storages.size(), false);
   for (size_t index = 0; index < plan.ops.size(); ++index) {
     if (plan.ops[index].kind != OpKind::kCompute) continue;
     impl->failures[index] = impl->build(index);
   }
   impl->link_outputs();
+  if (options.autograd) impl->setup_autograd();
   for (const auto& [device, count] : plan.devices) {
     if (device != "cpu" && !device.empty())
       impl->adjustments[fmt::format("tensors on {} made cpu tensors", device)] += count;
@@ -593,18 +967,46 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ReplayPlan& plan,
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executor::~Executor() = default;
 
+void Executor::time_backward_ops(bool each) { impl_->time_engine_ops = each; }
+
 const std::optional<std::string>& Executor::build_failure(size_t index) const {
   if (index >= impl_->failures.size()) return impl_->none;
   return impl_->failures[index];
 }
 
 void Executor::restore() {
+  at::NoGradGuard no_grad;
   for (const auto& [index, initial] : impl_->snapshots) impl_->storages[index].copy_(initial);
+  // Paired gradients are the recorded buffers (restored above, zeroed by zero_grad's ops).
+  for (at::Tensor& leaf : impl_->leaves) {
+    if (!impl_->grads_kept) {
+      leaf.mutable_grad() = at::Tensor();
+    } else if (!impl_->grads_paired && leaf.grad().defined()) {
+      leaf.mutable_grad().zero_();
+    }
+  }
 }
 
 Expected<int64_t> Executor::run(size_t index) {
   std::optional<PreparedOp>& op = impl_->prepared[index];
   if (!op) return Error::make(ErrorKind::kInvalidArgument, "not built");
+  if (!impl_->backward_of.empty() && impl_->backward_of[index] >= 0) {
+    Impl::BackwardPass& pass =
+        impl_->backward_passes[static_cast<size_t>(impl_->backward_of[index])];
+    if (pass.active) {
+      if (index != pass.trigger) return pass.times.empty() ? 0 : pass.times[index - pass.first];
+      Expected<int64_t> time = impl_->run_backward(pass);
+      if (time) return pass.times[index - pass.first];
+      // The engine could not run it (the first pass finds out): op by op from now on.
+      pass.active = false;
+      ++impl_->adjustments[fmt::format("backward passes replayed op by op: the engine stopped: {}",
+                                       time.error().message())];
+      pass.loss = at::Tensor();
+      pass.seed = at::Tensor();
+    }
+  }
+  std::optional<at::NoGradGuard> no_grad;
+  if (!impl_->no_grad.empty() && impl_->no_grad[index]) no_grad.emplace();
   std::vector<c10::IValue>& slots = impl_->slots;
   torch::jit::Stack stack(op->args.begin(), op->args.end());
   // Produced values replace the storage views when they have the recorded sizes.
@@ -627,6 +1029,9 @@ Expected<int64_t> Executor::run(size_t index) {
     arg = c10::IValue(std::move(copy));
   }
   int64_t elapsed = 0;
+  const int32_t seeds = impl_->seed_of.empty() ? -1 : impl_->seed_of[index];
+  if (seeds >= 0 && !stack.empty() && stack[0].isTensor())
+    impl_->backward_passes[static_cast<size_t>(seeds)].loss = stack[0].toTensor();
   try {
     const auto start = std::chrono::steady_clock::now();
     op->call(stack);
@@ -639,6 +1044,8 @@ Expected<int64_t> Executor::run(size_t index) {
   } catch (const std::exception& failure) {
     return Error::make(ErrorKind::kInvalidArgument, "libtorch: {}", first_line(failure.what()));
   }
+  if (seeds >= 0 && !stack.empty() && stack[0].isTensor())
+    impl_->backward_passes[static_cast<size_t>(seeds)].seed = stack[0].toTensor();
   for (const Place& place : op->outputs_to) {
     if (place.position >= stack.size()) continue;
     const c10::IValue& out = stack[place.position];
@@ -665,6 +1072,12 @@ std::vector<double> Executor::values(uint32_t index) {
 }
 
 int Executor::threads() const { return at::get_num_threads(); }
+
+uint64_t Executor::autograd_passes() const {
+  return static_cast<uint64_t>(
+      std::count_if(impl_->backward_passes.begin(), impl_->backward_passes.end(),
+                    [](const Impl::BackwardPass& pass) { return pass.active; }));
+}
 
 std::string Executor::library_version() { return TORCH_VERSION; }
 

@@ -38,7 +38,7 @@ TEST(ReplayCli, help_names_every_option) {
   for (const char* flag :
        {"--profile", "--dir", "--rank", "--iteration", "--warmup", "--iterations", "--threads",
         "--seed", "--sync-comm", "--emit-chakra", "--json", "--output", "--html", "--top",
-        "--quiet", "--calibration-table", "--keep-subnormals"})
+        "--quiet", "--calibration-table", "--keep-subnormals", "--autograd"})
     EXPECT_NE(result.out.find(flag), std::string::npos) << flag;
   EXPECT_NE(run_orrery({"--help"}).out.find("replay"), std::string::npos);
 }
@@ -129,6 +129,47 @@ TEST(ReplayCli, emitted_chakra_simulates_the_measured_iteration) {
   EXPECT_LE(simulated_ns / 1000.0, job.at("iteration_wall_us").at("max").get<double>() + 0.5 * ops)
       << "each op's duration rounded to whole microseconds";
   EXPECT_GT(simulated_ns, 0.0);
+}
+
+// --autograd: the MLP's backward pass run by the engine (six parameters), said in the text and
+// the JSON; every recorded backward op has its share of the pass, and the shares and the other
+// ops stay within the slowest iteration.
+TEST(ReplayCli, autograd_runs_the_backward_pass_through_the_engine) {
+  const CommandResult result =
+      run_orrery({"replay", recorded("mlp_train", "_et.json.gz"), "--warmup", "1", "--iterations",
+                  "3", "--threads", "1", "--autograd", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json job = nlohmann::json::parse(result.out);
+  const nlohmann::json& rank = job.at("ranks")[0];
+  EXPECT_EQ(rank.at("backward"), "autograd engine");
+  bool said = false;
+  for (const nlohmann::json& note : rank.at("notes"))
+    said |=
+        note.get<std::string>() == "1 backward passes run by the autograd engine (6 parameters)";
+  EXPECT_TRUE(said) << rank.at("notes").dump();
+  double sum_us = 0;
+  size_t backward = 0;
+  for (const nlohmann::json& op : rank.at("operators")) {
+    const double mean = op.at("measured_mean_us").get<double>();
+    const uint64_t node = op.at("node").get<uint64_t>();
+    // The backward pass: nodes 119 (nll_loss_backward) to 233 (the last AccumulateGrad add_).
+    if (node >= 119 && node <= 233) {
+      ++backward;
+      EXPECT_GT(mean, 0.0) << op.dump();
+    }
+    sum_us += mean;
+  }
+  EXPECT_EQ(backward, 32u);
+  EXPECT_LE(sum_us, job.at("iteration_wall_us").at("max").get<double>());
+  const CommandResult text = run_orrery({"replay", recorded("mlp_train", "_et.json.gz"), "--warmup",
+                                         "0", "--iterations", "1", "--autograd"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("; 1 backward pass by the autograd engine"), std::string::npos)
+      << text.out;
+  const CommandResult ops = run_orrery({"replay", recorded("mlp_train", "_et.json.gz"), "--warmup",
+                                        "0", "--iterations", "1", "--json"});
+  ASSERT_EQ(ops.exit_code, 0) << ops.err;
+  EXPECT_EQ(nlohmann::json::parse(ops.out).at("ranks")[0].at("backward"), "recorded ops");
 }
 
 // --calibration-table: a row per replayed matrix product with its recorded shape and per

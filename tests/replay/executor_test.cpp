@@ -19,7 +19,7 @@ struct Replayed {
 };
 
 // One warm-up-free iteration of `host` on one thread.
-Replayed replay_host(const Expected<convert::HostTrace>& host) {
+Replayed replay_host(const Expected<convert::HostTrace>& host, bool autograd = false) {
   Replayed out;
   EXPECT_TRUE(host) << host.error().message();
   if (!host) return out;
@@ -29,6 +29,7 @@ Replayed replay_host(const Expected<convert::HostTrace>& host) {
   out.plan = std::move(*plan);
   ExecutorOptions options;
   options.threads = 1;
+  options.autograd = autograd;
   Expected<std::unique_ptr<Executor>> executor = Executor::create(out.plan, options);
   EXPECT_TRUE(executor) << executor.error().message();
   if (!executor) return out;
@@ -45,8 +46,8 @@ Replayed replay_host(const Expected<convert::HostTrace>& host) {
 
 Replayed replay_text(const std::string& text) { return replay_host(test::host_from_text(text)); }
 
-Replayed replay_recorded(const std::string& model) {
-  return replay_host(convert::read_host_trace(test::recorded_et(model)));
+Replayed replay_recorded(const std::string& model, bool autograd = false) {
+  return replay_host(convert::read_host_trace(test::recorded_et(model)), autograd);
 }
 
 // Every operator of the six recorded models builds and runs: full coverage.
@@ -304,6 +305,174 @@ TEST(ReplayExecutor, what_cannot_be_built_or_run_is_named) {
   EXPECT_EQ(run.executor->allocated_bytes(), 24u + 80u + 60u);
   EXPECT_TRUE(run.executor->values(run.plan.ops[0].inputs[0].tensor).empty());
   EXPECT_EQ(run.executor->values(run.plan.ops[2].inputs[1].tensor).size(), 15u);
+}
+
+// --autograd on a step whose gradient is known: loss = sum(x * w), so dL/dw = x, and SGD with a
+// learning rate of 0.5 leaves w = w0 - 0.5 x. The engine computes the gradient into the buffer
+// the recorded zero_grad zeroes and the recorded step reads (unpaired, the step would read zeros
+// and leave w0), its three ops (expand, mul, AccumulateGrad's add_) are matched to the recorded
+// ones, and the op-by-op replay gives the same numbers.
+TEST(ReplayExecutor, autograd_computes_the_gradient_the_recorded_optimizer_reads) {
+  const std::string trace = test::flat_trace(R"J(
+    {"id": 4, "name": "Optimizer.zero_grad#SGD.zero_grad", "parent": 3, "tid": 1},
+    {"id": 5, "name": "aten::zero_", "parent": 4, "tid": 1,
+     "op_schema": "aten::zero_(Tensor(a!) self) -> Tensor(a!)",
+     "inputs": [[5, 30, 0, 4, 4, "cpu"]], "input_shapes": [[4]], "input_types": ["Tensor(float)"],
+     "outputs": [[5, 30, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
+    {"id": 6, "name": "aten::mul", "parent": 3, "tid": 1,
+     "op_schema": "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
+     "inputs": [[1, 20, 0, 4, 4, "cpu"], [2, 21, 0, 4, 4, "cpu"]],
+     "input_shapes": [[4], [4]], "input_types": ["Tensor(float)", "Tensor(float)"],
+     "outputs": [[3, 22, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
+    {"id": 7, "name": "aten::sum", "parent": 3, "tid": 1,
+     "op_schema": "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+     "inputs": [[3, 22, 0, 4, 4, "cpu"], "<None>"], "input_shapes": [[4], []],
+     "input_types": ["Tensor(float)", "None"],
+     "outputs": [[4, 23, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},
+    {"id": 8, "name": "aten::ones_like", "parent": 3, "tid": 1,
+     "op_schema": "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+     "inputs": [[4, 23, 0, 1, 4, "cpu"], 6, 0, "cpu", false, 1],
+     "input_shapes": [[], [], [], [], [], []],
+     "input_types": ["Tensor(float)", "Int", "Int", "Device", "Bool", "Int"],
+     "outputs": [[6, 24, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},
+    {"id": 9, "name": "autograd::engine::evaluate_function: SumBackward0", "parent": 3, "tid": 1},
+    {"id": 10, "name": "SumBackward0", "parent": 9, "tid": 1},
+    {"id": 11, "name": "aten::expand", "parent": 10, "tid": 1,
+     "op_schema": "aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)",
+     "inputs": [[6, 24, 0, 1, 4, "cpu"], [4], false], "input_shapes": [[], [[]], []],
+     "input_types": ["Tensor(float)", "GenericList[Int]", "Bool"],
+     "outputs": [[7, 24, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
+    {"id": 12, "name": "autograd::engine::evaluate_function: MulBackward0", "parent": 3, "tid": 1},
+    {"id": 13, "name": "MulBackward0", "parent": 12, "tid": 1},
+    {"id": 14, "name": "aten::mul", "parent": 13, "tid": 1,
+     "op_schema": "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
+     "inputs": [[7, 24, 0, 4, 4, "cpu"], [1, 20, 0, 4, 4, "cpu"]],
+     "input_shapes": [[4], [4]], "input_types": ["Tensor(float)", "Tensor(float)"],
+     "outputs": [[8, 25, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
+    {"id": 15, "name": "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", "parent": 3, "tid": 1},
+    {"id": 16, "name": "torch::autograd::AccumulateGrad", "parent": 15, "tid": 1},
+    {"id": 17, "name": "aten::add_", "parent": 16, "tid": 1,
+     "op_schema": "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+     "inputs": [[5, 30, 0, 4, 4, "cpu"], [8, 25, 0, 4, 4, "cpu"], 1],
+     "input_shapes": [[4], [4], []], "input_types": ["Tensor(float)", "Tensor(float)", "Int"],
+     "outputs": [[5, 30, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
+    {"id": 18, "name": "Optimizer.step#SGD.step", "parent": 3, "tid": 1},
+    {"id": 19, "name": "aten::add_", "parent": 18, "tid": 1,
+     "op_schema": "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+     "inputs": [[2, 21, 0, 4, 4, "cpu"], [5, 30, 0, 4, 4, "cpu"], -0.5],
+     "input_shapes": [[4], [4], []], "input_types": ["Tensor(float)", "Tensor(float)", "Double"],
+     "outputs": [[2, 21, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]})J");
+  for (const bool autograd : {true, false}) {
+    Expected<convert::HostTrace> host = test::host_from_text(trace);
+    ASSERT_TRUE(host) << host.error().message();
+    Expected<ReplayPlan> plan = build_plan(*host, {});
+    ASSERT_TRUE(plan) << plan.error().message();
+    ASSERT_EQ(plan->ops.size(), 8u);
+    const std::vector<Pass> passes{Pass::kOptimizer, Pass::kForward,  Pass::kForward,
+                                   Pass::kForward,   Pass::kBackward, Pass::kBackward,
+                                   Pass::kBackward,  Pass::kOptimizer};
+    for (size_t at = 0; at < passes.size(); ++at) EXPECT_EQ(plan->ops[at].pass, passes[at]) << at;
+    EXPECT_EQ(plan->ops[6].scope, "torch::autograd::AccumulateGrad");
+    EXPECT_EQ(plan->ops[7].scope, "Optimizer.step#SGD.step");
+    ExecutorOptions options;
+    options.autograd = autograd;
+    Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, options);
+    ASSERT_TRUE(executor) << executor.error().message();
+    const uint32_t x = plan->ops[1].inputs[0].tensor;
+    const uint32_t w = plan->ops[7].inputs[0].tensor;
+    const std::vector<double> x_values = (*executor)->values(x);
+    const std::vector<double> w0 = (*executor)->values(w);
+    std::unique_ptr<Communicator> local = make_local_communicator();
+    SessionOptions session;
+    session.warmup = 1;
+    session.iterations = 2;
+    Expected<SessionResult> result = run_session(*plan, **executor, *local, session);
+    ASSERT_TRUE(result) << result.error().message();
+    const std::vector<double> w1 = (*executor)->values(w);
+    ASSERT_EQ(w1.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_NE(x_values[i], 0.0);
+      EXPECT_FLOAT_EQ(static_cast<float>(w1[i]), static_cast<float>(w0[i] - 0.5 * x_values[i]))
+          << "autograd " << autograd << " element " << i;
+    }
+    const std::map<std::string, uint64_t>& changes = (*executor)->adjustments();
+    EXPECT_EQ(changes.count("backward passes run by the autograd engine (1 parameters)"),
+              autograd ? 1u : 0u);
+    for (const auto& [what, count] : changes) {
+      EXPECT_EQ(what.find("did not run"), std::string::npos) << what;
+      EXPECT_EQ(what.find("does not have"), std::string::npos) << what;
+      EXPECT_EQ(what.find("of their own"), std::string::npos) << what;
+    }
+    // The measured passes give the backward pass's three ops their shares of it.
+    for (size_t at = 4; at < 7; ++at) {
+      ASSERT_EQ(result->ops[at].samples.size(), 2u);
+      for (const int64_t ns : result->ops[at].samples) EXPECT_GT(ns, 0) << at;
+    }
+  }
+}
+
+// The recorded training steps under --autograd: the engine runs every recorded backward op (each
+// matched by name, in order) on the parameters the optimizer updates, and the ops' shares of the
+// pass add up to less than the iteration.
+TEST(ReplayExecutor, autograd_runs_the_recorded_training_steps_backward_passes) {
+  for (const auto& [model, parameters] :
+       std::vector<std::pair<const char*, uint64_t>>{{"mlp_train", 6}, {"transformer_train", 12}}) {
+    const Replayed engine = replay_recorded(model, true);
+    ASSERT_TRUE(engine.executor) << model;
+    const std::map<std::string, uint64_t>& changes = engine.executor->adjustments();
+    EXPECT_EQ(changes.count(fmt::format(
+                  "backward passes run by the autograd engine ({} parameters)", parameters)),
+              1u)
+        << model;
+    for (const auto& [what, count] : changes) {
+      EXPECT_EQ(what.find("did not run"), std::string::npos) << model << ": " << what;
+      EXPECT_EQ(what.find("does not have"), std::string::npos) << model << ": " << what;
+      EXPECT_EQ(what.find("of their own"), std::string::npos) << model << ": " << what;
+    }
+    int64_t backward_ns = 0;
+    size_t backward_ops = 0;
+    for (size_t at = 0; at < engine.plan.ops.size(); ++at) {
+      ASSERT_TRUE(engine.session.ops[at].replayed) << model << " " << engine.plan.ops[at].name;
+      if (engine.plan.ops[at].pass != Pass::kBackward) continue;
+      ++backward_ops;
+      backward_ns += engine.session.ops[at].samples.at(0);
+    }
+    EXPECT_GT(backward_ops, 20u) << model;
+    EXPECT_GT(backward_ns, 0) << model;
+    EXPECT_LT(backward_ns, engine.session.iteration_wall_ns.at(0)) << model;
+  }
+}
+
+// A backward pass the engine cannot start from (no seed gradient before it) is replayed op by
+// op, and the adjustments say why.
+TEST(ReplayExecutor, autograd_replays_op_by_op_what_it_cannot_start) {
+  const Replayed run = replay_host(test::host_from_text(test::flat_trace(R"J(
+    {"id": 4, "name": "aten::mul", "parent": 3, "tid": 1,
+     "op_schema": "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
+     "inputs": [[1, 20, 0, 4, 4, "cpu"], [2, 21, 0, 4, 4, "cpu"]],
+     "input_shapes": [[4], [4]], "input_types": ["Tensor(float)", "Tensor(float)"],
+     "outputs": [[3, 22, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
+    {"id": 5, "name": "autograd::engine::evaluate_function: MulBackward0", "parent": 3, "tid": 1},
+    {"id": 6, "name": "MulBackward0", "parent": 5, "tid": 1},
+    {"id": 7, "name": "aten::mul", "parent": 6, "tid": 1,
+     "op_schema": "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
+     "inputs": [[3, 22, 0, 4, 4, "cpu"], [2, 21, 0, 4, 4, "cpu"]],
+     "input_shapes": [[4], [4]], "input_types": ["Tensor(float)", "Tensor(float)"],
+     "outputs": [[4, 23, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]})J")),
+                                   true);
+  ASSERT_TRUE(run.executor);
+  ASSERT_EQ(run.plan.ops.size(), 2u);
+  EXPECT_EQ(run.plan.ops[0].pass, Pass::kForward);
+  EXPECT_EQ(run.plan.ops[1].pass, Pass::kBackward);
+  EXPECT_EQ(run.plan.ops[1].scope, "MulBackward0");
+  EXPECT_EQ(run.executor->adjustments().count(
+                "backward passes replayed op by op: no aten::ones_like of a computed loss just "
+                "before it (the seed gradient)"),
+            1u);
+  for (const OpResult& op : run.session.ops) {
+    EXPECT_TRUE(op.replayed) << op.reason;
+    EXPECT_EQ(op.samples.size(), 1u);
+  }
 }
 
 // A storage no machine holds (4 TiB of floats) skips the ops that read it with the reason; the
