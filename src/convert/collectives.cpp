@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <map>
+#include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "core/checked.h"
@@ -208,6 +211,85 @@ std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op
     }
   }
   return spec;
+}
+
+namespace {
+
+using TensorKey = std::pair<int64_t, int64_t>;  // (tensor id, storage id)
+
+void collect_tensors(const nlohmann::json& value, std::set<TensorKey>& out) {
+  if (!value.is_array()) return;
+  if (value.size() == 6 && value[5].is_string() && json_int(value[0]) && json_int(value[1])) {
+    out.emplace(*json_int(value[0]), *json_int(value[1]));
+    return;
+  }
+  for (const nlohmann::json& item : value) collect_tensors(item, out);
+}
+
+std::set<TensorKey> input_tensors(const HostOp& op) {
+  std::set<TensorKey> out;
+  if (op.inputs.values != nullptr) collect_tensors(*op.inputs.values, out);
+  return out;
+}
+
+bool share_tensor(const std::set<TensorKey>& a, const std::set<TensorKey>& b) {
+  for (const TensorKey& key : a)
+    if (b.count(key) != 0) return true;
+  return false;
+}
+
+}  // namespace
+
+CallPairing pair_comm_calls(const HostTrace& trace) {
+  const std::vector<HostOp>& ops = trace.ops();
+  CallPairing pairing;
+  pairing.backend_of.resize(ops.size());
+  pairing.call_of.resize(ops.size());
+  std::vector<size_t> order(ops.size());
+  for (size_t index = 0; index < ops.size(); ++index) order[index] = index;
+  std::sort(order.begin(), order.end(),
+            [&ops](size_t a, size_t b) { return ops[a].id < ops[b].id; });
+  // Unpaired calls by id, with their tensors.
+  std::map<uint64_t, std::pair<size_t, std::set<TensorKey>>> open;
+  for (const size_t index : order) {
+    const HostOp& op = ops[index];
+    if (op.name.starts_with("c10d::")) {
+      if (!comm_name(op.name)) continue;
+      std::set<TensorKey> tensors = input_tensors(op);
+      if (!tensors.empty()) open[op.id] = {index, std::move(tensors)};
+      continue;
+    }
+    if (!is_backend_comm_op(op.name)) continue;
+    const std::set<TensorKey> tensors = input_tensors(op);
+    if (tensors.empty()) continue;
+    std::optional<uint64_t> chosen;
+    // The call it sits under (up to two levels: a record_param_comms may be between them).
+    std::optional<uint64_t> above = op.parent;
+    for (int depth = 0; depth < 2 && above && !chosen; ++depth) {
+      const auto found = open.find(*above);
+      if (found != open.end() && share_tensor(found->second.second, tensors)) chosen = *above;
+      const std::optional<size_t> parent = trace.find(*above);
+      above = parent && ops[*parent].parent != *above ? ops[*parent].parent : std::nullopt;
+    }
+    // Else the latest unpaired call before it that shares a tensor.
+    for (auto it = open.lower_bound(op.id); !chosen && it != open.begin();) {
+      --it;
+      if (share_tensor(it->second.second, tensors)) chosen = it->first;
+    }
+    if (!chosen) continue;
+    const size_t call = open.at(*chosen).first;
+    pairing.backend_of[call] = index;
+    pairing.call_of[index] = call;
+    open.erase(*chosen);
+  }
+  pairing.stands_alone.assign(ops.size(), false);
+  for (const auto& [id, call] : open) pairing.stands_alone[call.first] = true;
+  for (const HostOp& op : ops) {
+    if (op.name != "record_param_comms" || !op.parent) continue;
+    if (const std::optional<size_t> parent = trace.find(*op.parent))
+      pairing.stands_alone[*parent] = false;
+  }
+  return pairing;
 }
 
 }  // namespace orrery::convert

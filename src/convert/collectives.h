@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "convert/host_trace.h"
 #include "convert/kineto_trace.h"
@@ -70,5 +71,22 @@ std::optional<std::string> record_param_comms_name(const HostTrace& trace, const
 // when the op's name does not name a communication.
 std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op_index,
                                                const KinetoEvent* kernel);
+
+// Which c10d call each backend op ran for. A call (c10d::allreduce_) and its backend op
+// (gloo:all_reduce) share their tensors, and the op should sit under the call; but PyTorch 1.13's
+// observer files an asynchronous Gloo op under whatever scope is open when it starts (often the
+// next call) and can leave out the last one (it starts after the iteration's marker closed):
+// in a recorded DDP step, rank 0's second call holds the first call's op and its own op is not
+// in the trace. So a backend op pairs with the call it sits under when they share a tensor
+// ((tensor id, storage id) of the inputs), else with the latest unpaired call before it that
+// shares one; calls that move no data (names comm_name() does not know) pair with nothing.
+// A call with tensors that no backend op pairs with and no record_param_comms sits under (which
+// describes it, as in PyTorch 2's traces) stands for its communication itself.
+struct CallPairing {
+  std::vector<std::optional<size_t>> backend_of;  // per op index: a call's backend op
+  std::vector<std::optional<size_t>> call_of;     // per op index: a backend op's call
+  std::vector<bool> stands_alone;                 // per op index: such a call
+};
+CallPairing pair_comm_calls(const HostTrace& trace);
 
 }  // namespace orrery::convert

@@ -262,6 +262,9 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
 
   // ---- Communication ops ------------------------------------------------------------------------
   std::vector<std::optional<CommSpec>> comm_of(ops.size());
+  // The op whose name a communication node takes: its own, or the backend op it was moved from.
+  std::vector<size_t> comm_name_of(ops.size());
+  for (size_t index = 0; index < ops.size(); ++index) comm_name_of[index] = index;
   for (const size_t index : chain) {
     const HostOp& op = ops[index];
     if (is_backend_comm_op(op.name)) {
@@ -288,6 +291,41 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
       const std::optional<std::string> what = record_param_comms_name(host, op);
       notes.add("record_param_comms that move no data (kept as host ops only)", false,
                 fmt::format("{} ('{}')", describe_op(op), what ? shortened(*what, 30) : ""));
+    }
+  }
+  // A c10d call whose backend op the trace does not hold (PyTorch 1.13's observer can leave out
+  // the last asynchronous Gloo op of a step) stands for its communication itself; without it the
+  // ranks' converted traces disagreed on their collectives, and the simulation could not finish.
+  // And a backend op filed outside its call (under the next call, by the same observer) is
+  // issued where its call was: otherwise one rank's trace issued its two all-reduces in the other
+  // order than the other rank's, and the simulation paired different sizes.
+  {
+    const CallPairing pairing = pair_comm_calls(host);
+    const auto under = [&](size_t index, size_t ancestor) {
+      std::optional<uint64_t> parent = ops[index].parent;
+      for (int depth = 0; depth < 16 && parent; ++depth) {
+        if (*parent == ops[ancestor].id) return true;
+        const std::optional<size_t> above = host.find(*parent);
+        if (!above || ops[*above].parent == parent) return false;
+        parent = ops[*above].parent;
+      }
+      return false;
+    };
+    for (const size_t index : chain) {
+      if (pairing.stands_alone[index]) {
+        comm_of[index] = describe_communication(host, index, nullptr);
+        if (comm_of[index]) {
+          notes.add("c10d calls whose backend op the trace does not hold (the call stands for it)",
+                    false, describe_op(ops[index]));
+        }
+      } else if (const std::optional<size_t> call = pairing.call_of[index];
+                 call && comm_of[index] && !under(index, *call)) {
+        comm_of[*call] = std::move(comm_of[index]);
+        comm_of[index].reset();
+        comm_name_of[*call] = index;
+        notes.add("backend ops filed outside their c10d call (issued where the call was)", false,
+                  fmt::format("{} for {}", describe_op(ops[index]), describe_op(ops[*call])));
+      }
     }
   }
   // The communication op a launching op belongs to: itself or an ancestor named nccl:*, or the
@@ -413,7 +451,7 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
       DeviceNode& first = device[kernels.front()];
       const KinetoEvent* event =
           first.event && kineto != nullptr ? &kineto->events()[*first.event] : nullptr;
-      first.comm = describe_communication(host, index, event);
+      first.comm = describe_communication(host, comm_name_of[index], event);
       first.comm_op = index;
       for (size_t extra = 1; extra < kernels.size(); ++extra) {
         notes.add("further NCCL kernels of one collective (kept as compute)", false,
@@ -433,7 +471,7 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
     node.comm = comm_of[index];
     node.comm_op = index;
     node.launch_ns = launch_ns[index];
-    node.name = std::string(ops[index].name);
+    node.name = std::string(ops[comm_name_of[index]].name);
     device.push_back(std::move(node));
   }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <set>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -29,23 +30,6 @@ std::optional<int64_t> marker_number(std::string_view name) {
   const auto [end, code] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (code != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
   return value;
-}
-
-// The (tensor id, storage id) of the first tensor among parsed values, searched depth first.
-std::optional<std::pair<int64_t, int64_t>> first_tensor_of(const json& value) {
-  if (!value.is_array()) return std::nullopt;
-  if (value.size() == 6 && value[5].is_string() && convert::json_int(value[0]) &&
-      convert::json_int(value[1]))
-    return std::make_pair(*convert::json_int(value[0]), *convert::json_int(value[1]));
-  for (const json& item : value) {
-    if (std::optional<std::pair<int64_t, int64_t>> found = first_tensor_of(item)) return found;
-  }
-  return std::nullopt;
-}
-
-std::optional<std::pair<int64_t, int64_t>> first_tensor(const convert::HostIo& io) {
-  if (io.values == nullptr) return std::nullopt;
-  return first_tensor_of(*io.values);
 }
 
 bool is_comm_name(std::string_view name) {
@@ -589,14 +573,21 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
     }
     return count;
   };
-  // The node that describes a communication: a backend op under it, else a record_param_comms,
-  // else the op itself.
+  // The node that describes a communication: a c10d call's backend op (paired by their tensors:
+  // convert::pair_comm_calls), else a backend op under it, else a record_param_comms, else the op
+  // itself. A backend op another call owns (misfiled under this one) describes nothing here.
+  const convert::CallPairing pairing = convert::pair_comm_calls(trace);
   const auto describing_node = [&](size_t index) {
+    if (pairing.backend_of[index]) return *pairing.backend_of[index];
     std::optional<size_t> meta;
     std::vector<size_t> queue{index};
     for (size_t head = 0; head < queue.size(); ++head) {
       const HostOp& op = ops[queue[head]];
-      if (convert::is_backend_comm_op(op.name)) return queue[head];
+      if (convert::is_backend_comm_op(op.name)) {
+        const std::optional<size_t> owner = pairing.call_of[queue[head]];
+        if (!owner || *owner == index) return queue[head];
+        continue;
+      }
       if (op.name == "record_param_comms" && !meta) meta = queue[head];
       const auto found = children.find(op.id);
       if (found != children.end())
@@ -606,8 +597,7 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
   };
 
   PlanBuilder builder(trace, plan, notes);
-  std::map<size_t, size_t> backend_of;  // c10d call -> its backend op found elsewhere
-  std::vector<size_t> selected;         // indices of the ops to replay
+  std::vector<size_t> selected;  // indices of the ops to replay
   std::vector<size_t> stack(roots.rbegin(), roots.rend());
   // A backend op (gloo:all_reduce) is a leaf that completes asynchronously, and PyTorch 1.13's
   // observer keeps its scope open until then: what the thread ran meanwhile (the rest of a
@@ -674,25 +664,19 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
   }
   std::sort(selected.begin(), selected.end(), by_id);
   // A backend op of an asynchronous collective can lose its parent link (PyTorch 1.13's observer
-  // puts gloo:all_reduce under whatever scope is open when it starts): the c10d call before it
-  // with the same tensor is its call, and stands for both.
+  // puts gloo:all_reduce under whatever scope is open when it starts): the c10d call it pairs
+  // with (convert::pair_comm_calls) stands for both.
   {
-    std::map<std::pair<int64_t, int64_t>, size_t> open_calls;  // first tensor -> c10d op index
+    std::set<size_t> calls;
+    for (const size_t index : selected)
+      if (starts_with(ops[index].name, "c10d::")) calls.insert(index);
     std::vector<size_t> kept;
     for (const size_t index : selected) {
-      const HostOp& op = ops[index];
-      const std::optional<std::pair<int64_t, int64_t>> tensor = first_tensor(op.inputs);
-      if (starts_with(op.name, "c10d::")) {
-        if (tensor && !convert::is_backend_comm_op(ops[describing_node(index)].name))
-          open_calls[*tensor] = index;
-      } else if (convert::is_backend_comm_op(op.name) && tensor) {
-        const auto found = open_calls.find(*tensor);
-        if (found != open_calls.end()) {
-          backend_of[found->second] = index;
-          open_calls.erase(found);
-          notes.add("backend ops outside their c10d call (merged with the call)", describe(op));
-          continue;
-        }
+      const std::optional<size_t> call = pairing.call_of[index];
+      if (call && calls.count(*call) != 0) {
+        notes.add("backend ops outside their c10d call (merged with the call)",
+                  describe(ops[index]));
+        continue;
       }
       kept.push_back(index);
     }
@@ -737,8 +721,7 @@ Expected<ReplayPlan> build_plan(const HostTrace& trace, const PlanOptions& optio
     replay.inputs = std::move(*inputs);
     replay.outputs = std::move(*outputs);
     if (is_comm_name(op.name)) {
-      const auto merged = backend_of.find(index);
-      const size_t described = merged != backend_of.end() ? merged->second : describing_node(index);
+      const size_t described = describing_node(index);
       std::optional<convert::CommSpec> spec =
           convert::describe_communication(trace, described, nullptr);
       if (!spec) {

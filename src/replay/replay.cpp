@@ -68,14 +68,20 @@ Expected<uint64_t> emit_chakra(const convert::HostTrace& host, const ReplayPlan&
     const uint64_t micros =
         static_cast<uint64_t>(std::llround(std::max(0.0, mean_us(outcome.samples))));
     const ReplayOp& op = plan.ops[index];
-    measured[op.comm ? op.comm->described_node : op.node_id] = micros;
-    if (op.comm) communicating.insert(op.comm->described_node);
+    measured[op.node_id] = micros;
+    if (op.comm) {
+      // The converter puts a communication at the node that describes it, or at its c10d call
+      // when the observer filed that node elsewhere (convert::pair_comm_calls): both find it.
+      measured[op.comm->described_node] = micros;
+      communicating.insert(op.comm->described_node);
+      communicating.insert(op.node_id);
+    }
   }
   // Where the replay waits for a communication (the first later replayed compute op that shares
   // a storage with it), the simulation waits too: that op depends on the communication node.
   // Without the edge the simulated optimizer updated the parameters before the gradients'
   // all-reduce had ended.
-  std::unordered_map<uint64_t, uint64_t> waiter_of;  // described host node -> waiting host node
+  std::unordered_map<uint64_t, uint64_t> waiter_of;  // issuing host node -> waiting host node
   {
     std::vector<std::vector<uint32_t>> storages(plan.ops.size());
     for (size_t index = 0; index < plan.ops.size(); ++index)
@@ -88,6 +94,7 @@ Expected<uint64_t> emit_chakra(const convert::HostTrace& host, const ReplayPlan&
         if (op.kind != OpKind::kCompute || !session.ops[later].replayed) continue;
         if (share_storage(storages[at], storages[later])) {
           waiter_of[comm.comm->described_node] = op.node_id;
+          waiter_of[comm.node_id] = op.node_id;
           break;
         }
       }

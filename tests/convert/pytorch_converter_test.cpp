@@ -153,6 +153,33 @@ TEST(Converter, maps_ops_groups_and_collectives_of_a_host_trace) {
   EXPECT_TRUE(checks.diagnostics().empty()) << test::findings(checks);
 }
 
+// A recording in which the observer left out rank 0's second gloo:all_reduce and filed its first
+// under the second c10d::allreduce_ (rank 1: its second under its first): each rank converts to
+// the two buckets in the order its calls issued them, the call without a backend op standing for
+// its all-reduce. Before, rank 0 converted to one all-reduce and rank 1 to two, and a simulation
+// of the pair could not finish.
+TEST(Converter, calls_issue_their_collectives_whatever_the_observer_lost_or_misfiled) {
+  for (const std::string rank : {"0", "1"}) {
+    Expected<HostTrace> host =
+        read_host_trace(test::pytorch_data("recorded/ddp_lost_op/rank" + rank + "_et.json.gz"));
+    ASSERT_TRUE(host) << host.error().message();
+    Expected<Conversion> conversion = convert_pytorch_trace(*host, nullptr, {});
+    ASSERT_TRUE(conversion) << conversion.error().message();
+    std::vector<uint64_t> bytes;
+    std::vector<uint64_t> hosts;
+    for (const CommRecord& comm : conversion->report.comms) {
+      bytes.push_back(comm.bytes);
+      hosts.push_back(comm.host_id);
+    }
+    EXPECT_EQ(bytes, (std::vector<uint64_t>{267'786u * 4, 131'584u * 4})) << "rank " << rank;
+    // Rank 0: the first call (244) issues the op filed under the second (293); the second call
+    // (292) stands for its own. Rank 1: the first call (247) issues its op (297, filed under the
+    // second call); the second's op (298) is under its call.
+    EXPECT_EQ(hosts,
+              rank == "0" ? (std::vector<uint64_t>{244, 292}) : (std::vector<uint64_t>{247, 298}));
+  }
+}
+
 // c10d runs the all-reduce beside the computation: the first later op on its tensors (storage 2)
 // waits for it; an op on another storage, the ops inside the communication's own call and the
 // later users after the first do not.

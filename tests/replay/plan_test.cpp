@@ -142,6 +142,31 @@ TEST(ReplayPlan, ops_filed_under_an_asynchronous_backend_op_are_replayed) {
   }
 }
 
+// In this recording the observer left out rank 0's second gloo:all_reduce and filed its first
+// under the second c10d::allreduce_ (rank 1: the second under the first). Pairing each backend op
+// with the call whose tensor it carries gives both ranks the two buckets in the order issued,
+// the second call on rank 0 standing for itself; before, rank 0 had two 1 MiB all-reduces and
+// rank 1 three all-reduces, and the replay stopped at the ranks' disagreement.
+TEST(ReplayPlan, a_call_whose_backend_op_the_trace_lost_stands_for_it) {
+  for (const char* rank : {"0", "1"}) {
+    const ReplayPlan plan =
+        plan_of(test::recorded("ddp_lost_op", std::string("rank") + rank + "_et.json.gz"));
+    std::vector<uint64_t> bytes;
+    std::vector<std::string> described;
+    for (const ReplayOp& op : plan.ops) {
+      if (op.kind != OpKind::kComm) continue;
+      bytes.push_back(op.comm->spec.bytes);
+      described.push_back(op.comm->described_by);
+    }
+    EXPECT_EQ(bytes, (std::vector<uint64_t>{267'786u * 4, 131'584u * 4})) << "rank " << rank;
+    ASSERT_EQ(described.size(), 2u);
+    EXPECT_EQ(described[0], std::string(rank) == "0" ? "node 293 'gloo:all_reduce'"
+                                                     : "node 297 'gloo:all_reduce'");
+    EXPECT_EQ(described[1], std::string(rank) == "0" ? "node 292 'c10d::allreduce_'"
+                                                     : "node 298 'gloo:all_reduce'");
+  }
+}
+
 TEST(ReplayPlan, iteration_is_chosen_by_its_marker) {
   Expected<convert::HostTrace> host =
       convert::read_host_trace(test::test_data("pytorch/pt2_et.json.gz"));
