@@ -217,18 +217,20 @@ namespace {
 
 using TensorKey = std::pair<int64_t, int64_t>;  // (tensor id, storage id)
 
-void collect_tensors(const nlohmann::json& value, std::set<TensorKey>& out) {
-  if (!value.is_array()) return;
+// The tensors of a value, as deep as convert::collect_tensors looks (a damaged trace's deeper
+// nesting would exhaust the stack).
+void tensor_keys_at(const nlohmann::json& value, std::set<TensorKey>& out, int depth) {
+  if (!value.is_array() || depth > 32) return;
   if (value.size() == 6 && value[5].is_string() && json_int(value[0]) && json_int(value[1])) {
     out.emplace(*json_int(value[0]), *json_int(value[1]));
     return;
   }
-  for (const nlohmann::json& item : value) collect_tensors(item, out);
+  for (const nlohmann::json& item : value) tensor_keys_at(item, out, depth + 1);
 }
 
 std::set<TensorKey> input_tensors(const HostOp& op) {
   std::set<TensorKey> out;
-  if (op.inputs.values != nullptr) collect_tensors(*op.inputs.values, out);
+  if (op.inputs.values != nullptr) tensor_keys_at(*op.inputs.values, out, 0);
   return out;
 }
 
@@ -271,8 +273,12 @@ CallPairing pair_comm_calls(const HostTrace& trace) {
       const std::optional<size_t> parent = trace.find(*above);
       above = parent && ops[*parent].parent != *above ? ops[*parent].parent : std::nullopt;
     }
-    // Else the latest unpaired call before it that shares a tensor.
-    for (auto it = open.lower_bound(op.id); !chosen && it != open.begin();) {
+    // Else the latest unpaired call before it that shares a tensor, among the 64 latest (an op
+    // is filed at most a call or two late; the bound keeps a trace of many unpaired calls
+    // linear).
+    int looked = 0;
+    for (auto it = open.lower_bound(op.id); !chosen && it != open.begin() && looked < 64;
+         ++looked) {
       --it;
       if (share_tensor(it->second.second, tensors)) chosen = it->first;
     }
