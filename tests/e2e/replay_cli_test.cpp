@@ -126,6 +126,15 @@ TEST(ReplayCli, emitted_chakra_simulates_the_measured_iteration) {
   const nlohmann::json simulated = nlohmann::json::parse(read_whole_file(dir.file("run.json")));
   const double simulated_ns = simulated.at("summary").at("simulated_ns").get<double>();
   EXPECT_EQ(simulated_ns, static_cast<double>(micros) * 1000.0);
+  // The replay's operators are host ops (is_cpu_op): the summary says how long they took, as
+  // neither compute nor communication does; on one chain without communication, the whole step.
+  const std::string host_line = "host CPU ops per rank   ";
+  const size_t at = run.out.find(host_line);
+  ASSERT_NE(at, std::string::npos) << run.out;
+  std::string digits;
+  for (size_t i = at + host_line.size(); i < run.out.size() && run.out[i] != ' '; ++i)
+    if (run.out[i] != ',') digits += run.out[i];
+  EXPECT_EQ(std::stod(digits), simulated_ns) << run.out;
   EXPECT_LE(simulated_ns / 1000.0, job.at("iteration_wall_us").at("max").get<double>() + 0.5 * ops)
       << "each op's duration rounded to whole microseconds";
   EXPECT_GT(simulated_ns, 0.0);
