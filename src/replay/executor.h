@@ -58,8 +58,8 @@ struct ExecutorOptions {
   // replay: the engine's own work and the graph the forward pass builds, which the trace's ops
   // do not hold. What it costs: the backward pass is timed as a whole, and its recorded ops get
   // their shares of that as time_backward_ops() says. A backward pass with communication in it
-  // (DDP's hooks), with no seed, or that the engine cannot run, is replayed op by op, and
-  // adjustments() says why.
+  // (DDP's hooks), with no seed, with no parameters to differentiate (no optimizer in the
+  // trace), or that the engine cannot run, is replayed op by op, and adjustments() says why.
   bool autograd = false;
 };
 

@@ -176,7 +176,8 @@ struct Executor::Impl {
     size_t last = 0;
     size_t trigger = 0;
     bool active = true;
-    at::Tensor loss;  // captured when the seed op runs
+    bool counted = false;  // in adjustments, once it has run
+    at::Tensor loss;       // captured when the seed op runs
     at::Tensor seed;
     // The ops of the pass the session times (built compute ops), and what the engine ran: the
     // names last matched, and per timed op the index in the engine's list, or -1.
@@ -541,8 +542,14 @@ struct Executor::Impl {
           leaf(op.inputs[position].items[item], position, static_cast<int64_t>(item));
       }
     }
-    adjustments[fmt::format("backward passes run by the autograd engine ({} parameters)",
-                            leaves.size())] += backward_passes.size();
+    if (leaves.empty()) {
+      // Nothing the engine could give a gradient to: the loss would not require one.
+      for (BackwardPass& pass : backward_passes) {
+        pass.active = false;
+        refuse("no parameters (no optimizer op writes a tensor the forward pass reads)");
+      }
+      return;
+    }
     if (grads_kept) pair_gradients();
   }
 
@@ -634,6 +641,11 @@ struct Executor::Impl {
     for (size_t index = pass.first; index <= pass.last; ++index) {
       if (!prepared[index]) continue;
       for (const size_t slot : prepared[index]->releases) slots[slot] = c10::IValue();
+    }
+    if (!pass.counted) {
+      pass.counted = true;
+      ++adjustments[fmt::format("backward passes run by the autograd engine ({} parameters)",
+                                leaves.size())];
     }
     if (time_ops) learn_shares(pass, seen, start, end);
     share_time(pass, end - start);

@@ -475,6 +475,46 @@ TEST(ReplayExecutor, autograd_replays_op_by_op_what_it_cannot_start) {
   }
 }
 
+// With no optimizer in the trace there is no parameter to give a gradient to (the loss would
+// require none): the backward pass replays op by op, and the notes say why, not that the engine
+// ran it.
+TEST(ReplayExecutor, autograd_needs_parameters_an_optimizer_updates) {
+  const Replayed run = replay_host(test::host_from_text(test::flat_trace(R"J(
+    {"id": 4, "name": "aten::sum", "parent": 3, "tid": 1,
+     "op_schema": "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+     "inputs": [[3, 22, 0, 4, 4, "cpu"], "<None>"], "input_shapes": [[4], []],
+     "input_types": ["Tensor(float)", "None"],
+     "outputs": [[4, 23, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},
+    {"id": 5, "name": "aten::ones_like", "parent": 3, "tid": 1,
+     "op_schema": "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+     "inputs": [[4, 23, 0, 1, 4, "cpu"], 6, 0, "cpu", false, 1],
+     "input_shapes": [[], [], [], [], [], []],
+     "input_types": ["Tensor(float)", "Int", "Int", "Device", "Bool", "Int"],
+     "outputs": [[6, 24, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},
+    {"id": 6, "name": "autograd::engine::evaluate_function: SumBackward0", "parent": 3, "tid": 1},
+    {"id": 7, "name": "SumBackward0", "parent": 6, "tid": 1},
+    {"id": 8, "name": "aten::expand", "parent": 7, "tid": 1,
+     "op_schema": "aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)",
+     "inputs": [[6, 24, 0, 1, 4, "cpu"], [4], false], "input_shapes": [[], [[]], []],
+     "input_types": ["Tensor(float)", "GenericList[Int]", "Bool"],
+     "outputs": [[7, 24, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]})J")),
+                                   true);
+  ASSERT_TRUE(run.executor);
+  ASSERT_EQ(run.plan.ops.size(), 3u);
+  const std::map<std::string, uint64_t>& changes = run.executor->adjustments();
+  EXPECT_EQ(changes.count("backward passes replayed op by op: no parameters (no optimizer op "
+                          "writes a tensor the forward pass reads)"),
+            1u);
+  for (const auto& [what, count] : changes)
+    EXPECT_EQ(what.find("run by the autograd engine"), std::string::npos) << what;
+  EXPECT_EQ(run.executor->autograd_passes(), 0u);
+  for (const OpResult& op : run.session.ops) {
+    EXPECT_TRUE(op.replayed) << op.reason;
+    ASSERT_EQ(op.samples.size(), 1u);
+  }
+  EXPECT_GT(run.session.ops[2].samples[0], 0) << "the recorded expand ran";
+}
+
 // A storage no machine holds (4 TiB of floats) skips the ops that read it with the reason; the
 // rest of the trace replays.
 TEST(ReplayExecutor, a_storage_too_large_to_allocate_skips_its_ops_with_the_reason) {
