@@ -605,7 +605,7 @@ struct Executor::Impl {
 
   // Runs a backward pass through the engine and shares its time among the pass's recorded ops
   // (pass.times); returns the whole, or the error's first line. With `time_ops` each op the
-  // engine runs is timed (engine_op_start); RecordFunction on every operator call costs 4.5% of
+  // engine runs is timed (engine_op_start); RecordFunction on every operator call costs about 5% of
   // the transformer's training step, so measured passes run without it and share their time in
   // the proportions the timed passes found.
   Expected<int64_t> run_backward(BackwardPass& pass) {
