@@ -5,7 +5,6 @@
 #include <cctype>
 #include <map>
 #include <set>
-#include <unordered_map>
 #include <utility>
 
 #include "core/checked.h"
@@ -217,20 +216,13 @@ namespace {
 
 using TensorKey = std::pair<int64_t, int64_t>;  // (tensor id, storage id)
 
-// The tensors of a value, as deep as convert::collect_tensors looks (a damaged trace's deeper
-// nesting would exhaust the stack).
-void tensor_keys_at(const nlohmann::json& value, std::set<TensorKey>& out, int depth) {
-  if (!value.is_array() || depth > 32) return;
-  if (value.size() == 6 && value[5].is_string() && json_int(value[0]) && json_int(value[1])) {
-    out.emplace(*json_int(value[0]), *json_int(value[1]));
-    return;
-  }
-  for (const nlohmann::json& item : value) tensor_keys_at(item, out, depth + 1);
-}
-
 std::set<TensorKey> input_tensors(const HostOp& op) {
   std::set<TensorKey> out;
-  if (op.inputs.values != nullptr) tensor_keys_at(*op.inputs.values, out, 0);
+  if (op.inputs.values == nullptr) return out;
+  std::vector<HostTensor> tensors;
+  collect_tensors(*op.inputs.values, tensors);
+  for (const HostTensor& tensor : tensors)
+    if (tensor.id && tensor.storage) out.emplace(*tensor.id, *tensor.storage);
   return out;
 }
 
@@ -247,6 +239,7 @@ CallPairing pair_comm_calls(const HostTrace& trace) {
   CallPairing pairing;
   pairing.backend_of.resize(ops.size());
   pairing.call_of.resize(ops.size());
+  pairing.filed_elsewhere.assign(ops.size(), false);
   std::vector<size_t> order(ops.size());
   for (size_t index = 0; index < ops.size(); ++index) order[index] = index;
   std::sort(order.begin(), order.end(),
@@ -273,6 +266,7 @@ CallPairing pair_comm_calls(const HostTrace& trace) {
       const std::optional<size_t> parent = trace.find(*above);
       above = parent && ops[*parent].parent != *above ? ops[*parent].parent : std::nullopt;
     }
+    pairing.filed_elsewhere[index] = !chosen;
     // Else the latest unpaired call before it that shares a tensor, among the 64 latest (an op
     // is filed at most a call or two late; the bound keeps a trace of many unpaired calls
     // linear).
@@ -282,7 +276,10 @@ CallPairing pair_comm_calls(const HostTrace& trace) {
       --it;
       if (share_tensor(it->second.second, tensors)) chosen = it->first;
     }
-    if (!chosen) continue;
+    if (!chosen) {
+      pairing.filed_elsewhere[index] = false;
+      continue;
+    }
     const size_t call = open.at(*chosen).first;
     pairing.backend_of[call] = index;
     pairing.call_of[index] = call;

@@ -85,6 +85,7 @@ std::optional<CommSpec> describe_communication(const HostTrace& trace, size_t op
 struct CallPairing {
   std::vector<std::optional<size_t>> backend_of;  // per op index: a call's backend op
   std::vector<std::optional<size_t>> call_of;     // per op index: a backend op's call
+  std::vector<bool> filed_elsewhere;              // per op index: paired, not under its call
   std::vector<bool> stands_alone;                 // per op index: such a call
 };
 CallPairing pair_comm_calls(const HostTrace& trace);

@@ -626,8 +626,8 @@ void collect_tensors_at(const nlohmann::json& value, std::vector<HostTensor>& ou
     const int64_t elements = *json_int(value[3]);
     const int64_t bytes = *json_int(value[4]);
     if (elements >= 0 && bytes >= 0) {
-      out.push_back(
-          {static_cast<uint64_t>(elements), static_cast<uint64_t>(bytes), json_int(value[1])});
+      out.push_back({static_cast<uint64_t>(elements), static_cast<uint64_t>(bytes),
+                     json_int(value[1]), json_int(value[0])});
     }
     return;
   }

@@ -40,6 +40,7 @@ struct HostTensor {
   uint64_t num_elem = 0;
   uint64_t elem_bytes = 0;
   std::optional<int64_t> storage;  // absent when the trace writes no integer there
+  std::optional<int64_t> id;       // the tensor id, likewise
   // Saturates (a forged count must not wrap to a small size); validation refuses what passes
   // 2^50 bytes.
   uint64_t bytes() const { return saturating_mul(num_elem, elem_bytes); }

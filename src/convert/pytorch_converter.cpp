@@ -301,16 +301,6 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
   // order than the other rank's, and the simulation paired different sizes.
   {
     const CallPairing pairing = pair_comm_calls(host);
-    const auto under = [&](size_t index, size_t ancestor) {
-      std::optional<uint64_t> parent = ops[index].parent;
-      for (int depth = 0; depth < 16 && parent; ++depth) {
-        if (*parent == ops[ancestor].id) return true;
-        const std::optional<size_t> above = host.find(*parent);
-        if (!above || ops[*above].parent == parent) return false;
-        parent = ops[*above].parent;
-      }
-      return false;
-    };
     for (const size_t index : chain) {
       if (pairing.stands_alone[index]) {
         comm_of[index] = describe_communication(host, index, nullptr);
@@ -319,7 +309,7 @@ Expected<Conversion> convert_pytorch_trace(const HostTrace& host, const KinetoTr
                     false, describe_op(ops[index]));
         }
       } else if (const std::optional<size_t> call = pairing.call_of[index];
-                 call && comm_of[index] && !under(index, *call)) {
+                 call && comm_of[index] && pairing.filed_elsewhere[index]) {
         comm_of[*call] = std::move(comm_of[index]);
         comm_of[index].reset();
         comm_name_of[*call] = index;
