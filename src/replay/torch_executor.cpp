@@ -179,21 +179,16 @@ struct Executor::Impl {
     bool counted = false;  // in adjustments, once it has run
     at::Tensor loss;       // captured when the seed op runs
     at::Tensor seed;
-    // The ops of the pass the session times (built compute ops), and what the engine ran: the
-    // names last matched, and per timed op the index in the engine's list, or -1.
-    std::vector<size_t> timed;
-    std::vector<std::string> matched_names;
-    std::vector<int64_t> match;
+    std::vector<size_t> timed;   // the ops of the pass the session times (built compute ops)
     std::vector<int64_t> times;  // per plan op in [first, last], ns, of the last run
     // Per timed op: its spans in the last kKeptSpans timed passes (a bound for --warmup 100000).
     std::vector<std::vector<int64_t>> samples;
     uint64_t timed_runs = 0;
-    std::vector<double> shares;  // per timed op: its part of the pass
+    std::vector<double> shares;  // per timed op: its median span's part, once a pass needs it
   };
   std::vector<BackwardPass> backward_passes;
   std::vector<int32_t> backward_of;     // per op: its pass in backward_passes, or -1
   std::vector<int32_t> seed_of;         // per op: the pass it seeds, or -1
-  std::vector<bool> no_grad;            // per op: runs with gradients off
   std::vector<bool> optimizer_written;  // per storage
   std::vector<at::Tensor> leaves;       // the parameters, with their gradients
   std::vector<uint32_t> leaf_storages;  // per leaf
@@ -436,15 +431,12 @@ struct Executor::Impl {
     }
   }
 
-  // ExecutorOptions::autograd: finds the backward passes and the parameters, and marks the ops
-  // that run without gradients. Runs after link_outputs().
+  // ExecutorOptions::autograd: finds the backward passes and the parameters. Runs after
+  // link_outputs().
   void setup_autograd() {
     const size_t count = plan->ops.size();
     backward_of.assign(count, -1);
     seed_of.assign(count, -1);
-    no_grad.assign(count, false);
-    for (size_t index = 0; index < count; ++index)
-      no_grad[index] = plan->ops[index].pass != Pass::kForward;
     const auto refuse = [&](std::string_view why) {
       ++adjustments[fmt::format("backward passes replayed op by op: {}", why)];
     };
@@ -603,15 +595,16 @@ struct Executor::Impl {
     }
   }
 
-  // Runs a backward pass through the engine and shares its time among the pass's recorded ops
-  // (pass.times); returns the whole, or the error's first line. With `time_ops` each op the
-  // engine runs is timed (engine_op_start); RecordFunction on every operator call costs about 5% of
-  // the transformer's training step, so measured passes run without it and share their time in
-  // the proportions the timed passes found.
+  // Runs a backward pass through the engine and sets pass.times, its recorded ops' parts of it;
+  // returns the whole, or the error's first line. Timed passes (the session's check and warm-up
+  // passes, and any pass before one was timed) time each op the engine runs (engine_op_start)
+  // and give each recorded op its span (match_spans). RecordFunction on every operator call costs
+  // about 5% of the transformer's training step, so the other passes run without it and share
+  // their time in the proportions of the ops' median spans.
   Expected<int64_t> run_backward(BackwardPass& pass) {
     if (!pass.loss.defined() || !pass.seed.defined())
       return Error::make(ErrorKind::kInvalidArgument, "its loss was not computed");
-    const bool time_ops = time_engine_ops || pass.shares.empty();
+    const bool time_ops = time_engine_ops || pass.timed_runs == 0;
     EngineOps seen;
     std::optional<at::CallbackHandle> handle;
     if (time_ops) {
@@ -647,66 +640,59 @@ struct Executor::Impl {
       ++adjustments[fmt::format("backward passes run by the autograd engine ({} parameters)",
                                 leaves.size())];
     }
-    if (time_ops) learn_shares(pass, seen, start, end);
-    share_time(pass, end - start);
+    pass.times.assign(pass.last - pass.first + 1, 0);
+    if (time_ops) {
+      const std::vector<int64_t> spans = match_spans(pass, seen, start, end);
+      for (size_t at = 0; at < spans.size(); ++at)
+        pass.times[pass.timed[at] - pass.first] = spans[at];
+    } else {
+      share_time(pass, end - start);
+    }
     return end - start;
   }
 
   // Matches the engine's ops to the recorded ones by name, in order (a recorded op the engine
-  // did not run is looked past, up to 16 ahead), once per sequence of names, and keeps each
-  // recorded op's time from the end of the engine's op before it to the end of its own (the
-  // engine's work between ops counts in the op after it; its work after the last op, in the
-  // last). pass.shares: each op's median over the timed passes, as a fraction of their sum.
-  void learn_shares(BackwardPass& pass, const EngineOps& seen, int64_t start, int64_t end) {
-    const bool same =
-        pass.match.size() == pass.timed.size() && seen.ops.size() == pass.matched_names.size() &&
-        std::equal(
-            seen.ops.begin(), seen.ops.end(), pass.matched_names.begin(),
-            [](const EngineOps::Op& op, const std::string& name) { return op.name == name; });
-    if (!same) {
-      pass.matched_names.clear();
-      for (const EngineOps::Op& op : seen.ops) pass.matched_names.push_back(op.name);
-      pass.match.assign(pass.timed.size(), -1);
-      pass.samples.assign(pass.timed.size(), {});
-      pass.timed_runs = 0;
-      size_t expected = 0;
-      size_t unmatched_engine = 0;
-      for (size_t at = 0; at < seen.ops.size(); ++at) {
-        size_t ahead = expected;
-        while (ahead < pass.timed.size() && ahead < expected + 16 &&
-               plan->ops[pass.timed[ahead]].name != seen.ops[at].name)
-          ++ahead;
-        if (ahead < pass.timed.size() && plan->ops[pass.timed[ahead]].name == seen.ops[at].name) {
-          pass.match[ahead] = static_cast<int64_t>(at);
-          expected = ahead + 1;
-        } else {
-          ++unmatched_engine;
-        }
+  // did not run is looked past, up to 16 ahead), and returns each recorded op's span: from the
+  // end of the engine's op before it to the end of its own (the engine's work between ops counts
+  // in the op after it, its work after the last op in the last: the spans add up to the pass).
+  // Keeps the spans for share_time(); the first timed pass counts what did not match.
+  std::vector<int64_t> match_spans(BackwardPass& pass, const EngineOps& seen, int64_t start,
+                                   int64_t end) {
+    std::vector<int64_t> spans(pass.timed.size(), 0);
+    size_t expected = 0;
+    size_t matched = 0;
+    size_t unmatched_engine = 0;
+    int64_t previous_end = start;
+    std::optional<size_t> last_matched;
+    for (const EngineOps::Op& op : seen.ops) {
+      size_t ahead = expected;
+      while (ahead < pass.timed.size() && ahead < expected + 16 &&
+             plan->ops[pass.timed[ahead]].name != op.name)
+        ++ahead;
+      if (ahead == pass.timed.size() || plan->ops[pass.timed[ahead]].name != op.name) {
+        ++unmatched_engine;
+        continue;
       }
-      const auto missing =
-          static_cast<uint64_t>(std::count(pass.match.begin(), pass.match.end(), int64_t{-1}));
-      if (missing > 0) {
+      spans[ahead] = op.end_ns - previous_end;
+      previous_end = op.end_ns;
+      last_matched = ahead;
+      expected = ahead + 1;
+      ++matched;
+    }
+    // With nothing matched, the first timed op (the trigger) takes the whole pass.
+    spans[last_matched.value_or(0)] += end - previous_end;
+    if (pass.timed_runs == 0) {
+      if (matched < pass.timed.size()) {
         adjustments["recorded backward ops the autograd engine did not run (timed as 0)"] +=
-            missing;
+            pass.timed.size() - matched;
       }
       if (unmatched_engine > 0) {
         adjustments
             ["ops the autograd engine ran that the trace's backward pass does not have "
              "(timed in the recorded op after them)"] += unmatched_engine;
       }
+      pass.samples.assign(pass.timed.size(), {});
     }
-    std::vector<int64_t> spans(pass.timed.size(), 0);
-    int64_t previous_end = start;
-    std::optional<size_t> last_matched;
-    for (size_t at = 0; at < pass.timed.size(); ++at) {
-      if (pass.match[at] < 0) continue;
-      const int64_t op_end = seen.ops[static_cast<size_t>(pass.match[at])].end_ns;
-      spans[at] = op_end - previous_end;
-      previous_end = op_end;
-      last_matched = at;
-    }
-    // With nothing matched, the first timed op (the trigger) takes the whole pass.
-    spans[last_matched.value_or(0)] += end - previous_end;
     constexpr uint64_t kKeptSpans = 64;
     for (size_t at = 0; at < spans.size(); ++at) {
       if (pass.samples[at].size() < kKeptSpans) {
@@ -716,24 +702,28 @@ struct Executor::Impl {
       }
     }
     ++pass.timed_runs;
-    std::vector<double> medians(spans.size(), 0.0);
-    double total = 0;
-    for (size_t at = 0; at < spans.size(); ++at) {
-      std::vector<int64_t> sorted = pass.samples[at];
-      std::sort(sorted.begin(), sorted.end());
-      const size_t n = sorted.size();
-      medians[at] = n % 2 == 1 ? static_cast<double>(sorted[n / 2])
-                               : 0.5 * static_cast<double>(sorted[n / 2 - 1] + sorted[n / 2]);
-      total += medians[at];
-    }
-    pass.shares.assign(spans.size(), 0.0);
-    for (size_t at = 0; at < spans.size(); ++at)
-      pass.shares[at] = total > 0 ? medians[at] / total : (at == 0 ? 1.0 : 0.0);
+    pass.shares.clear();  // stale
+    return spans;
   }
 
-  // pass.times: `elapsed` in the learned shares, the rounding in the trigger (the sum is exact).
+  // pass.times: `elapsed` in the proportions of the ops' median spans, the rounding in the
+  // trigger (the sum is exact).
   void share_time(BackwardPass& pass, int64_t elapsed) {
-    pass.times.assign(pass.last - pass.first + 1, 0);
+    if (pass.shares.empty()) {
+      std::vector<double> medians(pass.samples.size(), 0.0);
+      double total = 0;
+      for (size_t at = 0; at < medians.size(); ++at) {
+        std::vector<int64_t> sorted = pass.samples[at];
+        std::sort(sorted.begin(), sorted.end());
+        const size_t n = sorted.size();
+        medians[at] = n % 2 == 1 ? static_cast<double>(sorted[n / 2])
+                                 : 0.5 * static_cast<double>(sorted[n / 2 - 1] + sorted[n / 2]);
+        total += medians[at];
+      }
+      pass.shares.assign(medians.size(), 0.0);
+      for (size_t at = 0; at < medians.size(); ++at)
+        pass.shares[at] = total > 0 ? medians[at] / total : (at == 0 ? 1.0 : 0.0);
+    }
     int64_t given = 0;
     for (size_t at = 0; at < pass.timed.size(); ++at) {
       const auto part = static_cast<int64_t>(static_cast<double>(elapsed) * pass.shares[at]);
@@ -1017,8 +1007,9 @@ Expected<int64_t> Executor::run(size_t index) {
       pass.seed = at::Tensor();
     }
   }
+  // Optimizer ops, and backward ops replayed one by one, run without gradients, as PyTorch's do.
   std::optional<at::NoGradGuard> no_grad;
-  if (!impl_->no_grad.empty() && impl_->no_grad[index]) no_grad.emplace();
+  if (impl_->options.autograd && impl_->plan->ops[index].pass != Pass::kForward) no_grad.emplace();
   std::vector<c10::IValue>& slots = impl_->slots;
   torch::jit::Stack stack(op->args.begin(), op->args.end());
   // Produced values replace the storage views when they have the recorded sizes.

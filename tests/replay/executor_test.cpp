@@ -307,18 +307,28 @@ TEST(ReplayExecutor, what_cannot_be_built_or_run_is_named) {
   EXPECT_EQ(run.executor->values(run.plan.ops[2].inputs[1].tensor).size(), 15u);
 }
 
-// --autograd on a step whose gradient is known: loss = sum(x * w), so dL/dw = x, and SGD with a
-// learning rate of 0.5 leaves w = w0 - 0.5 x. The engine computes the gradient into the buffer
-// the recorded zero_grad zeroes and the recorded step reads (unpaired, the step would read zeros
-// and leave w0), its three ops (expand, mul, AccumulateGrad's add_) are matched to the recorded
-// ones, and the op-by-op replay gives the same numbers.
-TEST(ReplayExecutor, autograd_computes_the_gradient_the_recorded_optimizer_reads) {
-  const std::string trace = test::flat_trace(R"J(
+// One SGD step of loss = sum(x * w) as PyTorch 1.13 records it: zero_grad, the forward pass,
+// ones_like of the loss, the backward pass (SumBackward0's expand, MulBackward0's mul,
+// AccumulateGrad's add_ into the gradient) and step's update of w at a learning rate of 0.5.
+// Without `optimizer`, no zero_grad and no step; without `loss_of_product`, the loss sums x
+// alone, so it does not depend on w.
+std::string sgd_step_trace(bool optimizer, bool loss_of_product) {
+  const std::string loss_input =
+      loss_of_product ? R"J([3, 22, 0, 4, 4, "cpu"])J" : R"J([1, 20, 0, 4, 4, "cpu"])J";
+  const std::string zero_grad = R"J(
     {"id": 4, "name": "Optimizer.zero_grad#SGD.zero_grad", "parent": 3, "tid": 1},
     {"id": 5, "name": "aten::zero_", "parent": 4, "tid": 1,
      "op_schema": "aten::zero_(Tensor(a!) self) -> Tensor(a!)",
      "inputs": [[5, 30, 0, 4, 4, "cpu"]], "input_shapes": [[4]], "input_types": ["Tensor(float)"],
-     "outputs": [[5, 30, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
+     "outputs": [[5, 30, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},)J";
+  const std::string step = R"J(,
+    {"id": 18, "name": "Optimizer.step#SGD.step", "parent": 3, "tid": 1},
+    {"id": 19, "name": "aten::add_", "parent": 18, "tid": 1,
+     "op_schema": "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+     "inputs": [[2, 21, 0, 4, 4, "cpu"], [5, 30, 0, 4, 4, "cpu"], -0.5],
+     "input_shapes": [[4], [4], []], "input_types": ["Tensor(float)", "Tensor(float)", "Double"],
+     "outputs": [[2, 21, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]})J";
+  return test::flat_trace((optimizer ? zero_grad : std::string()) + R"J(
     {"id": 6, "name": "aten::mul", "parent": 3, "tid": 1,
      "op_schema": "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
      "inputs": [[1, 20, 0, 4, 4, "cpu"], [2, 21, 0, 4, 4, "cpu"]],
@@ -326,7 +336,8 @@ TEST(ReplayExecutor, autograd_computes_the_gradient_the_recorded_optimizer_reads
      "outputs": [[3, 22, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
     {"id": 7, "name": "aten::sum", "parent": 3, "tid": 1,
      "op_schema": "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-     "inputs": [[3, 22, 0, 4, 4, "cpu"], "<None>"], "input_shapes": [[4], []],
+     "inputs": [)J" + loss_input +
+                          R"J(, "<None>"], "input_shapes": [[4], []],
      "input_types": ["Tensor(float)", "None"],
      "outputs": [[4, 23, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},
     {"id": 8, "name": "aten::ones_like", "parent": 3, "tid": 1,
@@ -355,13 +366,17 @@ TEST(ReplayExecutor, autograd_computes_the_gradient_the_recorded_optimizer_reads
      "op_schema": "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
      "inputs": [[5, 30, 0, 4, 4, "cpu"], [8, 25, 0, 4, 4, "cpu"], 1],
      "input_shapes": [[4], [4], []], "input_types": ["Tensor(float)", "Tensor(float)", "Int"],
-     "outputs": [[5, 30, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
-    {"id": 18, "name": "Optimizer.step#SGD.step", "parent": 3, "tid": 1},
-    {"id": 19, "name": "aten::add_", "parent": 18, "tid": 1,
-     "op_schema": "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
-     "inputs": [[2, 21, 0, 4, 4, "cpu"], [5, 30, 0, 4, 4, "cpu"], -0.5],
-     "input_shapes": [[4], [4], []], "input_types": ["Tensor(float)", "Tensor(float)", "Double"],
-     "outputs": [[2, 21, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]})J");
+     "outputs": [[5, 30, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]})J" +
+                          (optimizer ? step : std::string()));
+}
+
+// --autograd on a step whose gradient is known: loss = sum(x * w), so dL/dw = x, and SGD with a
+// learning rate of 0.5 leaves w = w0 - 0.5 x. The engine computes the gradient into the buffer
+// the recorded zero_grad zeroes and the recorded step reads (unpaired, the step would read zeros
+// and leave w0), its three ops (expand, mul, AccumulateGrad's add_) are matched to the recorded
+// ones, and the op-by-op replay gives the same numbers.
+TEST(ReplayExecutor, autograd_computes_the_gradient_the_recorded_optimizer_reads) {
+  const std::string trace = sgd_step_trace(true, true);
   for (const bool autograd : {true, false}) {
     Expected<convert::HostTrace> host = test::host_from_text(trace);
     ASSERT_TRUE(host) << host.error().message();
@@ -479,28 +494,9 @@ TEST(ReplayExecutor, autograd_replays_op_by_op_what_it_cannot_start) {
 // require none): the backward pass replays op by op, and the notes say why, not that the engine
 // ran it.
 TEST(ReplayExecutor, autograd_needs_parameters_an_optimizer_updates) {
-  const Replayed run = replay_host(test::host_from_text(test::flat_trace(R"J(
-    {"id": 4, "name": "aten::sum", "parent": 3, "tid": 1,
-     "op_schema": "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-     "inputs": [[3, 22, 0, 4, 4, "cpu"], "<None>"], "input_shapes": [[4], []],
-     "input_types": ["Tensor(float)", "None"],
-     "outputs": [[4, 23, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},
-    {"id": 5, "name": "aten::ones_like", "parent": 3, "tid": 1,
-     "op_schema": "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
-     "inputs": [[4, 23, 0, 1, 4, "cpu"], 6, 0, "cpu", false, 1],
-     "input_shapes": [[], [], [], [], [], []],
-     "input_types": ["Tensor(float)", "Int", "Int", "Device", "Bool", "Int"],
-     "outputs": [[6, 24, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},
-    {"id": 6, "name": "autograd::engine::evaluate_function: SumBackward0", "parent": 3, "tid": 1},
-    {"id": 7, "name": "SumBackward0", "parent": 6, "tid": 1},
-    {"id": 8, "name": "aten::expand", "parent": 7, "tid": 1,
-     "op_schema": "aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)",
-     "inputs": [[6, 24, 0, 1, 4, "cpu"], [4], false], "input_shapes": [[], [[]], []],
-     "input_types": ["Tensor(float)", "GenericList[Int]", "Bool"],
-     "outputs": [[7, 24, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]})J")),
-                                   true);
+  const Replayed run = replay_host(test::host_from_text(sgd_step_trace(false, true)), true);
   ASSERT_TRUE(run.executor);
-  ASSERT_EQ(run.plan.ops.size(), 3u);
+  ASSERT_EQ(run.plan.ops.size(), 6u);
   const std::map<std::string, uint64_t>& changes = run.executor->adjustments();
   EXPECT_EQ(changes.count("backward passes replayed op by op: no parameters (no optimizer op "
                           "writes a tensor the forward pass reads)"),
@@ -512,7 +508,45 @@ TEST(ReplayExecutor, autograd_needs_parameters_an_optimizer_updates) {
     EXPECT_TRUE(op.replayed) << op.reason;
     ASSERT_EQ(op.samples.size(), 1u);
   }
-  EXPECT_GT(run.session.ops[2].samples[0], 0) << "the recorded expand ran";
+  for (size_t at = 3; at < 6; ++at)
+    EXPECT_GT(run.session.ops[at].samples[0], 0) << "recorded backward op " << at << " ran";
+}
+
+// A loss that does not depend on the parameters (it sums x alone): the engine refuses it in the
+// check pass ("does not require grad"), and the backward pass replays op by op from then on; its
+// recorded ops still compute the recorded gradient (dL/dw of the recorded ops is x), so the step
+// leaves w = w0 - 0.5 x, as in the other tests.
+TEST(ReplayExecutor, autograd_replays_op_by_op_a_pass_the_engine_stops_on) {
+  Expected<convert::HostTrace> host = test::host_from_text(sgd_step_trace(true, false));
+  ASSERT_TRUE(host) << host.error().message();
+  Expected<ReplayPlan> plan = build_plan(*host, {});
+  ASSERT_TRUE(plan) << plan.error().message();
+  ExecutorOptions options;
+  options.autograd = true;
+  Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, options);
+  ASSERT_TRUE(executor) << executor.error().message();
+  const std::vector<double> x = (*executor)->values(plan->ops[1].inputs[0].tensor);
+  const uint32_t w = plan->ops[7].inputs[0].tensor;
+  const std::vector<double> w0 = (*executor)->values(w);
+  std::unique_ptr<Communicator> local = make_local_communicator();
+  SessionOptions session;
+  session.warmup = 0;
+  session.iterations = 1;
+  Expected<SessionResult> result = run_session(*plan, **executor, *local, session);
+  ASSERT_TRUE(result) << result.error().message();
+  bool stopped = false;
+  for (const auto& [what, count] : (*executor)->adjustments()) {
+    stopped |= what.starts_with("backward passes replayed op by op: the engine stopped: ") &&
+               what.find("does not require grad") != std::string::npos;
+    EXPECT_EQ(what.find("run by the autograd engine"), std::string::npos) << what;
+  }
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ((*executor)->autograd_passes(), 0u);
+  for (const OpResult& op : result->ops) EXPECT_TRUE(op.replayed) << op.reason;
+  const std::vector<double> w1 = (*executor)->values(w);
+  ASSERT_EQ(w1.size(), 4u);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_FLOAT_EQ(static_cast<float>(w1[i]), static_cast<float>(w0[i] - 0.5 * x[i])) << i;
 }
 
 // A storage no machine holds (4 TiB of floats) skips the ops that read it with the reason; the
