@@ -310,17 +310,31 @@ TEST(ReplayExecutor, what_cannot_be_built_or_run_is_named) {
 // One SGD step of loss = sum(x * w) as PyTorch 1.13 records it: zero_grad, the forward pass,
 // ones_like of the loss, the backward pass (SumBackward0's expand, MulBackward0's mul,
 // AccumulateGrad's add_ into the gradient) and step's update of w at a learning rate of 0.5.
-// Without `optimizer`, no zero_grad and no step; without `loss_of_product`, the loss sums x
-// alone, so it does not depend on w.
-std::string sgd_step_trace(bool optimizer, bool loss_of_product) {
+// Variants: without `optimizer`, no zero_grad and no step; without `loss_of_product`, the loss
+// sums x alone, so it does not depend on w; without `seeded`, no ones_like before the backward
+// pass.
+struct StepVariant {
+  bool optimizer = true;
+  bool loss_of_product = true;
+  bool seeded = true;
+};
+std::string sgd_step_trace(const StepVariant& variant) {
+  const bool optimizer = variant.optimizer;
   const std::string loss_input =
-      loss_of_product ? R"J([3, 22, 0, 4, 4, "cpu"])J" : R"J([1, 20, 0, 4, 4, "cpu"])J";
+      variant.loss_of_product ? R"J([3, 22, 0, 4, 4, "cpu"])J" : R"J([1, 20, 0, 4, 4, "cpu"])J";
   const std::string zero_grad = R"J(
     {"id": 4, "name": "Optimizer.zero_grad#SGD.zero_grad", "parent": 3, "tid": 1},
     {"id": 5, "name": "aten::zero_", "parent": 4, "tid": 1,
      "op_schema": "aten::zero_(Tensor(a!) self) -> Tensor(a!)",
      "inputs": [[5, 30, 0, 4, 4, "cpu"]], "input_shapes": [[4]], "input_types": ["Tensor(float)"],
      "outputs": [[5, 30, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},)J";
+  const std::string ones_like = R"J(
+    {"id": 8, "name": "aten::ones_like", "parent": 3, "tid": 1,
+     "op_schema": "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+     "inputs": [[4, 23, 0, 1, 4, "cpu"], 6, 0, "cpu", false, 1],
+     "input_shapes": [[], [], [], [], [], []],
+     "input_types": ["Tensor(float)", "Int", "Int", "Device", "Bool", "Int"],
+     "outputs": [[6, 24, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},)J";
   const std::string step = R"J(,
     {"id": 18, "name": "Optimizer.step#SGD.step", "parent": 3, "tid": 1},
     {"id": 19, "name": "aten::add_", "parent": 18, "tid": 1,
@@ -340,12 +354,8 @@ std::string sgd_step_trace(bool optimizer, bool loss_of_product) {
                           R"J(, "<None>"], "input_shapes": [[4], []],
      "input_types": ["Tensor(float)", "None"],
      "outputs": [[4, 23, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},
-    {"id": 8, "name": "aten::ones_like", "parent": 3, "tid": 1,
-     "op_schema": "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
-     "inputs": [[4, 23, 0, 1, 4, "cpu"], 6, 0, "cpu", false, 1],
-     "input_shapes": [[], [], [], [], [], []],
-     "input_types": ["Tensor(float)", "Int", "Int", "Device", "Bool", "Int"],
-     "outputs": [[6, 24, 0, 1, 4, "cpu"]], "output_shapes": [[]], "output_types": ["Tensor(float)"]},
+)J" + (variant.seeded ? ones_like : std::string()) +
+                          R"J(
     {"id": 9, "name": "autograd::engine::evaluate_function: SumBackward0", "parent": 3, "tid": 1},
     {"id": 10, "name": "SumBackward0", "parent": 9, "tid": 1},
     {"id": 11, "name": "aten::expand", "parent": 10, "tid": 1,
@@ -376,7 +386,7 @@ std::string sgd_step_trace(bool optimizer, bool loss_of_product) {
 // and leave w0), its three ops (expand, mul, AccumulateGrad's add_) are matched to the recorded
 // ones, and the op-by-op replay gives the same numbers.
 TEST(ReplayExecutor, autograd_computes_the_gradient_the_recorded_optimizer_reads) {
-  const std::string trace = sgd_step_trace(true, true);
+  const std::string trace = sgd_step_trace({});
   for (const bool autograd : {true, false}) {
     Expected<convert::HostTrace> host = test::host_from_text(trace);
     ASSERT_TRUE(host) << host.error().message();
@@ -461,29 +471,16 @@ TEST(ReplayExecutor, autograd_runs_the_recorded_training_steps_backward_passes) 
 // A backward pass the engine cannot start from (no seed gradient before it) is replayed op by
 // op, and the adjustments say why.
 TEST(ReplayExecutor, autograd_replays_op_by_op_what_it_cannot_start) {
-  const Replayed run = replay_host(test::host_from_text(test::flat_trace(R"J(
-    {"id": 4, "name": "aten::mul", "parent": 3, "tid": 1,
-     "op_schema": "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
-     "inputs": [[1, 20, 0, 4, 4, "cpu"], [2, 21, 0, 4, 4, "cpu"]],
-     "input_shapes": [[4], [4]], "input_types": ["Tensor(float)", "Tensor(float)"],
-     "outputs": [[3, 22, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]},
-    {"id": 5, "name": "autograd::engine::evaluate_function: MulBackward0", "parent": 3, "tid": 1},
-    {"id": 6, "name": "MulBackward0", "parent": 5, "tid": 1},
-    {"id": 7, "name": "aten::mul", "parent": 6, "tid": 1,
-     "op_schema": "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
-     "inputs": [[3, 22, 0, 4, 4, "cpu"], [2, 21, 0, 4, 4, "cpu"]],
-     "input_shapes": [[4], [4]], "input_types": ["Tensor(float)", "Tensor(float)"],
-     "outputs": [[4, 23, 0, 4, 4, "cpu"]], "output_shapes": [[4]], "output_types": ["Tensor(float)"]})J")),
-                                   true);
+  const Replayed run = replay_host(test::host_from_text(sgd_step_trace({.seeded = false})), true);
   ASSERT_TRUE(run.executor);
-  ASSERT_EQ(run.plan.ops.size(), 2u);
-  EXPECT_EQ(run.plan.ops[0].pass, Pass::kForward);
-  EXPECT_EQ(run.plan.ops[1].pass, Pass::kBackward);
-  EXPECT_EQ(run.plan.ops[1].scope, "MulBackward0");
+  ASSERT_EQ(run.plan.ops.size(), 7u);
+  EXPECT_EQ(run.plan.ops[3].pass, Pass::kBackward);
+  EXPECT_EQ(run.plan.ops[3].scope, "SumBackward0");
   EXPECT_EQ(run.executor->adjustments().count(
                 "backward passes replayed op by op: no aten::ones_like of a computed loss just "
                 "before it (the seed gradient)"),
             1u);
+  EXPECT_EQ(run.executor->autograd_passes(), 0u);
   for (const OpResult& op : run.session.ops) {
     EXPECT_TRUE(op.replayed) << op.reason;
     EXPECT_EQ(op.samples.size(), 1u);
@@ -494,7 +491,8 @@ TEST(ReplayExecutor, autograd_replays_op_by_op_what_it_cannot_start) {
 // require none): the backward pass replays op by op, and the notes say why, not that the engine
 // ran it.
 TEST(ReplayExecutor, autograd_needs_parameters_an_optimizer_updates) {
-  const Replayed run = replay_host(test::host_from_text(sgd_step_trace(false, true)), true);
+  const Replayed run =
+      replay_host(test::host_from_text(sgd_step_trace({.optimizer = false})), true);
   ASSERT_TRUE(run.executor);
   ASSERT_EQ(run.plan.ops.size(), 6u);
   const std::map<std::string, uint64_t>& changes = run.executor->adjustments();
@@ -517,7 +515,8 @@ TEST(ReplayExecutor, autograd_needs_parameters_an_optimizer_updates) {
 // recorded ops still compute the recorded gradient (dL/dw of the recorded ops is x), so the step
 // leaves w = w0 - 0.5 x, as in the other tests.
 TEST(ReplayExecutor, autograd_replays_op_by_op_a_pass_the_engine_stops_on) {
-  Expected<convert::HostTrace> host = test::host_from_text(sgd_step_trace(true, false));
+  Expected<convert::HostTrace> host =
+      test::host_from_text(sgd_step_trace({.loss_of_product = false}));
   ASSERT_TRUE(host) << host.error().message();
   Expected<ReplayPlan> plan = build_plan(*host, {});
   ASSERT_TRUE(plan) << plan.error().message();
