@@ -77,7 +77,8 @@ class Executor {
   // ExecutorOptions::autograd: whether the engine's backward passes time each op (the session's
   // check and warm-up passes, the default) or run untimed within and give each op its share of
   // the measured whole in the proportions the timed passes found (measured passes: timing each
-  // op costs about 5% of the transformer's training step).
+  // op costs about 5% of the transformer's training step). Switching to false computes those
+  // proportions, so the measured passes do not.
   void time_backward_ops(bool each);
   // Why op `index` of the plan could not be built; nullopt when it was (or is not a compute op).
   const std::optional<std::string>& build_failure(size_t index) const;

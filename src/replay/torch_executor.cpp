@@ -706,24 +706,29 @@ struct Executor::Impl {
     return spans;
   }
 
-  // pass.times: `elapsed` in the proportions of the ops' median spans, the rounding in the
-  // trigger (the sum is exact).
-  void share_time(BackwardPass& pass, int64_t elapsed) {
-    if (pass.shares.empty()) {
-      std::vector<double> medians(pass.samples.size(), 0.0);
-      double total = 0;
-      for (size_t at = 0; at < medians.size(); ++at) {
-        std::vector<int64_t> sorted = pass.samples[at];
-        std::sort(sorted.begin(), sorted.end());
-        const size_t n = sorted.size();
-        medians[at] = n % 2 == 1 ? static_cast<double>(sorted[n / 2])
-                                 : 0.5 * static_cast<double>(sorted[n / 2 - 1] + sorted[n / 2]);
-        total += medians[at];
-      }
-      pass.shares.assign(medians.size(), 0.0);
-      for (size_t at = 0; at < medians.size(); ++at)
-        pass.shares[at] = total > 0 ? medians[at] / total : (at == 0 ? 1.0 : 0.0);
+  // pass.shares, from the ops' median spans; when a timed pass has added spans since.
+  static void update_shares(BackwardPass& pass) {
+    if (!pass.shares.empty() || pass.samples.empty()) return;
+    std::vector<double> medians(pass.samples.size(), 0.0);
+    double total = 0;
+    for (size_t at = 0; at < medians.size(); ++at) {
+      std::vector<int64_t> sorted = pass.samples[at];
+      std::sort(sorted.begin(), sorted.end());
+      const size_t n = sorted.size();
+      medians[at] = n % 2 == 1 ? static_cast<double>(sorted[n / 2])
+                               : 0.5 * static_cast<double>(sorted[n / 2 - 1] + sorted[n / 2]);
+      total += medians[at];
     }
+    pass.shares.assign(medians.size(), 0.0);
+    for (size_t at = 0; at < medians.size(); ++at)
+      pass.shares[at] = total > 0 ? medians[at] / total : (at == 0 ? 1.0 : 0.0);
+  }
+
+  // pass.times: `elapsed` in the proportions of the ops' median spans, the rounding in the
+  // trigger (the sum is exact). The shares are normally ready (time_backward_ops(false) makes
+  // them before the measured passes, outside their timing).
+  void share_time(BackwardPass& pass, int64_t elapsed) {
+    update_shares(pass);
     int64_t given = 0;
     for (size_t at = 0; at < pass.timed.size(); ++at) {
       const auto part = static_cast<int64_t>(static_cast<double>(elapsed) * pass.shares[at]);
@@ -969,7 +974,11 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ReplayPlan& plan,
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executor::~Executor() = default;
 
-void Executor::time_backward_ops(bool each) { impl_->time_engine_ops = each; }
+void Executor::time_backward_ops(bool each) {
+  impl_->time_engine_ops = each;
+  if (!each)
+    for (Impl::BackwardPass& pass : impl_->backward_passes) Impl::update_shares(pass);
+}
 
 const std::optional<std::string>& Executor::build_failure(size_t index) const {
   if (index >= impl_->failures.size()) return impl_->none;
