@@ -157,11 +157,11 @@ class Reader {
 
 Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) {
   constexpr std::string_view w = "nccl";
-  if (Status s =
-          in.keys(map, w,
-                  {"launch_us", "channels", "ring_efficiency", "ll_fraction", "ll128_channel_gbps",
-                   "nvlink_hop_us", "net_hop_us", "nvls_efficiency", "nvls_latency_us",
-                   "nvls_channels", "nvls_chunk_bytes", "nvls_chunk_us", "algo", "proto"});
+  if (Status s = in.keys(map, w,
+                         {"launch_us", "channels", "ring_efficiency", "ll_fraction",
+                          "ll128_channel_gbps", "ll128_net_fraction", "nvlink_hop_us", "net_hop_us",
+                          "nvls_efficiency", "nvls_latency_us", "nvls_channels", "nvls_chunk_bytes",
+                          "nvls_chunk_us", "algo", "proto"});
       !s) {
     return s;
   }
@@ -173,6 +173,8 @@ Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) 
   ORRERY_TRY(out.ll_fraction, in.number(map, w, "ll_fraction", 0, 1, false, out.ll_fraction));
   ORRERY_TRY(out.ll128_channel_gbps,
              in.number(map, w, "ll128_channel_gbps", 0.001, 1e6, false, out.ll128_channel_gbps));
+  ORRERY_TRY(out.ll128_net_fraction,
+             in.number(map, w, "ll128_net_fraction", 0, 1, false, out.ll128_net_fraction));
   if (Status s = in.triple(map, w, "nvlink_hop_us", 0, 1e6, out.nvlink_hop_us); !s) return s;
   if (Status s = in.triple(map, w, "net_hop_us", 0, 1e6, out.net_hop_us); !s) return s;
   ORRERY_TRY(out.nvls_efficiency,

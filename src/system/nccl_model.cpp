@@ -157,12 +157,17 @@ Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const
   const ChannelCaps caps = channel_caps(tuning, choice);
   const double channels = nccl_channels(fabric, tuning);
   const size_t node_class = fabric.nodes <= 1 ? 0 : fabric.nodes == 2 ? 1 : 2;
-  bw.ring[1] = std::min(simple * kLL128Derate, caps.ring_ll128 * channels);
+  // Across nodes LL128's lines go through the network proxy, and what they achieve there is the
+  // machine's (the tuning's share of Simple's, where a preset measured it), not NCCL's 120/128.
+  const bool net_ll128 = multi && !choice && tuning.ll128_net_fraction > 0;
+  bw.ring[1] = std::min(simple * (net_ll128 ? tuning.ll128_net_fraction : kLL128Derate),
+                        caps.ring_ll128 * channels);
   bw.ring[2] = simple;
   // A tree's algorithm bandwidth is half its bus bandwidth (every byte goes up and comes down).
   const double tree = 0.5 * std::min(kTreeDerate * simple, caps.tree[node_class] * channels);
   bw.tree[0] = tree * kTreeLLDerate;
-  bw.tree[1] = std::min(tree * kTreeLL128Derate, 0.5 * caps.tree_ll128[node_class] * channels);
+  bw.tree[1] = std::min(tree * (net_ll128 ? tuning.ll128_net_fraction : kTreeLL128Derate),
+                        0.5 * caps.tree_ll128[node_class] * channels);
   bw.tree[2] = tree;
   // All-to-all: every rank's traffic to other nodes leaves through its share of the NICs.
   const uint32_t per_node = fabric.ranks / std::max(fabric.nodes, 1u);

@@ -69,6 +69,7 @@ struct NcclTuning {
   double ring_efficiency = 0.77;               // Simple ring bus bandwidth / NVLink bandwidth
   double ll_fraction = 0;                      // LL bus bandwidth / Simple's (0: 1/4 or 1/3)
   double ll128_channel_gbps = 16.7;            // LL128 bus bandwidth cap per channel, GB/s
+  double ll128_net_fraction = 0;               // LL128 across nodes / Simple's (0: NCCL's rules)
   double nvlink_hop_us[3] = {0.47, 1.9, 3.4};  // latency per ring step within a node
   double net_hop_us[3] = {2.7, 4.0, 9.6};      // latency per ring step across nodes
   bool nvls = false;                           // the NVLink switch reduces in-switch (NVLS)

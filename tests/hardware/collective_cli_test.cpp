@@ -2,8 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cmath>
 #include <filesystem>
+#include <sstream>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -85,23 +89,60 @@ TEST(CollectiveCli, prints_nccl_tests_columns) {
 }
 
 TEST(CollectiveCli, compares_with_a_measured_table) {
-  // The target on the NVLS nodes (whose curves step where NCCL's NVLS chunk grows): within
-  // 10% per size from 1 MiB up, 5% median.
-  for (const auto& [preset, file, last] :
-       {std::tuple{"dgx-h100", "dgxh100_8gpu_allreduce_nvidia_dgxc.tsv",
-                   "  17179869184     62648.00"},
-        std::tuple{"hgx-b200", "b200_vultr_8gpu_allreduce.tsv", "  17179869184     35667.80"}}) {
-    const std::string table = std::string(ORRERY_TEST_DATA_DIR) + "/hardware/" + file;
-    CommandResult r = orrery({"collective", "--hardware", preset, "--compare", table});
+  // The target on every measured table (../shared/data/hardware): within 10% per size from
+  // 1 MiB up, 5% median. One size is known to miss it, and is named so that a change that moves
+  // it (or any other) is seen: B200's all-gather at 16 MiB, which NCCL runs with a protocol the
+  // 8 MiB and 32 MiB around it do not share (docs/validation.md).
+  struct Table {
+    std::vector<std::string> args;
+    std::string file;
+    std::string last;               // the table's last row, as printed
+    std::vector<uint64_t> outside;  // sizes from 1 MiB up outside 10%
+  };
+  const std::vector<Table> tables = {
+      {{"--hardware", "dgx-h100"},
+       "dgxh100_8gpu_allreduce_nvidia_dgxc.tsv",
+       "  17179869184     62648.00",
+       {}},
+      {{"--hardware", "hgx-b200"},
+       "b200_vultr_8gpu_allreduce.tsv",
+       "  17179869184     35667.80",
+       {}},
+      {{"--hardware", "hgx-b200", "--op", "all-gather"},
+       "b200_vultr_8gpu_allgather.tsv",
+       "  17179869184     22357.00",
+       {16u << 20}},
+      {{"--hardware", "dgx-a100"},
+       "azure_a100_8gpu_allreduce.tsv",
+       "   8589934592     64200.00",
+       {}},
+      {{"--hardware", "dgx-a100", "--nodes", "2", "--nic", "hdr200x8"},
+       "azure_a100_2node16gpu_allreduce.tsv",
+       "   8589934592     85820.00",
+       {}},
+  };
+  for (const Table& t : tables) {
+    std::vector<std::string> args = {"collective"};
+    args.insert(args.end(), t.args.begin(), t.args.end());
+    args.insert(args.end(),
+                {"--compare", std::string(ORRERY_TEST_DATA_DIR) + "/hardware/" + t.file});
+    CommandResult r = orrery(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_CONTAINS(r.out, last);
+    EXPECT_CONTAINS(r.out, t.last);
     const size_t at = r.out.find("from 1 MiB up: median ");
     ASSERT_NE(at, std::string::npos) << r.out;
-    const double median = std::stod(r.out.substr(at + 22));
-    const size_t max_at = r.out.find("max ", at);
-    const double worst = std::stod(r.out.substr(max_at + 4));
-    EXPECT_LT(median, 5.0) << preset;
-    EXPECT_LT(worst, 10.0) << preset;
+    EXPECT_LT(std::stod(r.out.substr(at + 22)), 5.0) << t.file;
+    std::vector<uint64_t> outside;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      uint64_t size = 0;
+      double measured = 0, simulated = 0, error = 0;
+      std::istringstream(line) >> size >> measured >> simulated >> error;
+      EXPECT_NEAR(error, 100 * (simulated - measured) / measured, 0.06) << line;
+      if (size >= (1u << 20) && std::abs(error) > 10.0) outside.push_back(size);
+    }
+    EXPECT_EQ(outside, t.outside) << t.file << "\n" << r.out;
   }
 }
 

@@ -290,6 +290,45 @@ TEST(NcclModel, across_nodes_the_choice_counts_a_ring_per_rail_and_the_trees_own
   EXPECT_TRUE(ndr_ll128);
 }
 
+// What LL128 achieves across nodes is the machine's (ll128_net_fraction of Simple's), not NCCL's
+// 120/128 rules: the time of a tree LL128 on two nodes moves with it, within a node nothing does,
+// and NCCL's prediction (the choice) never does.
+TEST(NcclModel, ll128_across_nodes_runs_at_the_machines_share_of_simple) {
+  NcclTuning tuning;
+  tuning.arch = NcclArch::kAmpere;
+  tuning.net_efficiency = 0.94;
+  NcclFabric fabric;
+  fabric.ranks = 16;
+  fabric.nodes = 2;
+  fabric.nvlink_gbps = 300;
+  fabric.net_gbps = 200;
+  const uint64_t bytes = uint64_t{4} << 20;
+  const double size = static_cast<double>(bytes);
+  auto tree_ll128 = [&](const NcclTuning& t) {
+    for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, fabric, t)) {
+      if (c.algorithm == NcclAlgorithm::kTree && c.protocol == NcclProtocol::kLL128) return c;
+    }
+    return NcclEstimate{};
+  };
+  const NcclEstimate nccls = tree_ll128(tuning);
+  tuning.ll128_net_fraction = 0.79;
+  const NcclEstimate machines = tree_ll128(tuning);
+  EXPECT_DOUBLE_EQ(machines.predicted_us, nccls.predicted_us);
+  // The tree's Simple algorithm bandwidth is half of 0.9 x the NICs' 188 GB/s; LL128 0.915 of
+  // it by NCCL's rule, 0.79 of it by the machine's.
+  const double tree = 0.45 * 200 * 0.94;
+  EXPECT_NEAR(nccls.time_us - machines.time_us,
+              size / (0.915 * tree * 1e3) - size / (0.79 * tree * 1e3), 1e-9);
+  EXPECT_NEAR(machines.busbw_gbps, 0.79 * tree * 30.0 / 16.0, 1e-9);
+  // One node: the fraction is not used.
+  NcclTuning one = tuning;
+  one.ll128_net_fraction = 0;
+  for (NcclOp op : {NcclOp::kAllReduce, NcclOp::kAllGather}) {
+    EXPECT_DOUBLE_EQ(nccl_estimate(op, bytes, node(300), tuning).time_us,
+                     nccl_estimate(op, bytes, node(300), one).time_us);
+  }
+}
+
 TEST(NcclModel, nccl_algo_and_nccl_proto_lists_read_as_nccl_reads_them) {
   const auto algorithms = [](std::string_view list) { return parse_nccl_algorithms(list); };
   const auto bit = [](auto value) { return static_cast<uint8_t>(1u << static_cast<int>(value)); };
