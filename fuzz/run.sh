@@ -8,7 +8,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${FUZZ_BUILD:-build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"trace trace_json json_config network roce_config libra_input host_trace kineto_trace graph_set synth_model partition_input state_dict study_files"}
+targets=${FUZZ_TARGETS:-"trace trace_json json_config network roce_config libra_input host_trace kineto_trace graph_set synth_model partition_input state_dict study_files replay_plan"}
 status=0
 for target in $targets; do
   dict=""

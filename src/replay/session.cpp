@@ -319,9 +319,12 @@ Status check_signatures(const std::vector<std::string>& signatures) {
     for (std::string member; std::getline(split, member, ',');) members.push_back(member);
     const std::vector<std::string> empty;
     const uint32_t first = static_cast<uint32_t>(std::stoul(members.front()));
+    // A named reference: a lambda may not capture a structured binding before C++20's P1091
+    // (clang 15 refuses it).
+    const auto& lists = by_rank;
     const auto list_of = [&](uint32_t rank) -> const std::vector<std::string>& {
-      const auto found = by_rank.find(rank);
-      return found == by_rank.end() ? empty : found->second;
+      const auto found = lists.find(rank);
+      return found == lists.end() ? empty : found->second;
     };
     for (const std::string& member : members) {
       const uint32_t rank = static_cast<uint32_t>(std::stoul(member));
