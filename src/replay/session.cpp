@@ -319,8 +319,8 @@ Status check_signatures(const std::vector<std::string>& signatures) {
     for (std::string member; std::getline(split, member, ',');) members.push_back(member);
     const std::vector<std::string> empty;
     const uint32_t first = static_cast<uint32_t>(std::stoul(members.front()));
-    // A named reference: a lambda may not capture a structured binding before C++20's P1091
-    // (clang 15 refuses it).
+    // A named reference: clang 14 does not let a lambda capture a structured binding (C++20's
+    // P1091, which GCC has).
     const auto& lists = by_rank;
     const auto list_of = [&](uint32_t rank) -> const std::vector<std::string>& {
       const auto found = lists.find(rank);
