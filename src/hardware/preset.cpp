@@ -161,7 +161,7 @@ Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) 
                          {"launch_us", "channels", "ring_efficiency", "ll_fraction",
                           "ll128_channel_gbps", "ll128_net_fraction", "nvlink_hop_us", "net_hop_us",
                           "nvls_efficiency", "nvls_latency_us", "nvls_channels", "nvls_chunk_bytes",
-                          "nvls_chunk_us", "algo", "proto"});
+                          "nvls_chunk_us", "nvls_fill_chunks", "algo", "proto"});
       !s) {
     return s;
   }
@@ -186,6 +186,8 @@ Status read_nccl(const Reader& in, const YAML::Node& map, sys::NcclTuning& out) 
              in.whole(map, w, "nvls_chunk_bytes", 4096, 1u << 26, false, out.nvls_chunk_bytes));
   ORRERY_TRY(out.nvls_chunk_us,
              in.number(map, w, "nvls_chunk_us", 0, 1e3, false, out.nvls_chunk_us));
+  ORRERY_TRY(out.nvls_fill_chunks,
+             in.number(map, w, "nvls_fill_chunks", 0, 1e3, false, out.nvls_fill_chunks));
   // NCCL_ALGO and NCCL_PROTO, in their syntax (a machine whose NCCL runs with them set).
   for (const auto& [key, parse, target] :
        {std::tuple{"algo", &sys::parse_nccl_algorithms, &out.algorithms},

@@ -10,17 +10,49 @@ namespace orrery::sys {
 namespace {
 
 // NCCL's public tuning constants (us), by protocol LL, LL128, Simple: the base latency of a ring
-// and of a tree, and the latency of one step over NVLink and over the network. These drive the
-// choice only (see the header); what the machine takes is NcclTuning's. NVLS's latency, whose
-// constants change much between NCCL versions (and with the channels NCCL gives NVLS), is the
-// tuning's in both.
-constexpr double kRingBase[3] = {3.6, 10.0, 8.4};
-constexpr double kTreeBase[3] = {4.4, 4.4, 8.4};
-constexpr double kNvlinkHop[3] = {0.47, 1.9, 3.4};
-constexpr double kNetHop[3] = {2.7, 4.0, 9.6};
-// A tree's step latencies are its own in NCCL's table (Simple's is that of a 256 KiB chunk).
-constexpr double kTreeNvlinkHop[3] = {0.52, 1.25, 28.0};
-constexpr double kTreeNetHop[3] = {5.0, 8.5, 28.0};
+// and of a tree, and the latency of one step over NVLink and over the network (a tree's step
+// latencies are its own). These drive the choice only (see the header); what the machine takes is
+// NcclTuning's. Learnt from NCCL's src/graph/tuning.cc of the releases named, not copied.
+struct NcclConstants {
+  double ring_base[3];
+  double tree_base[3];
+  double nvlink_hop[3];
+  double net_hop[3];
+  double tree_nvlink_hop[3];
+  double tree_net_hop[3];
+  // NVLS's latency within a node; 0: the tuning's (the releases before 2.18 had other NVLS
+  // constants, which changed much, so presets fitted it).
+  double nvls_latency;
+  // LL's bus bandwidth: 0, a quarter of Simple's (a third within a node for ops that do not
+  // reduce), before 2.21; else half of Simple's up to this cap (NCCL's llMaxBw), by node count
+  // 1, 2, more (across nodes the CPU's row; Intel's here).
+  double ll_max_bw[3];
+};
+// Up to NCCL 2.17 (tree Simple's step is that of a 256 KiB chunk).
+constexpr NcclConstants kNccl2_17 = {{3.6, 10.0, 8.4},
+                                     {4.4, 4.4, 8.4},
+                                     {0.47, 1.9, 3.4},
+                                     {2.7, 4.0, 9.6},
+                                     {0.52, 1.25, 28},
+                                     {5.0, 8.5, 28},
+                                     0,
+                                     {0, 0, 0}};
+// NCCL 2.25 on, the releases that run Blackwell: LL128's base latency up from 10 to 14 us, the
+// ring's LL base from 3.6 to 6.6, NVLS's latency 25 us in a node, LL at half of Simple's.
+constexpr NcclConstants kNccl2_25 = {{6.6, 14.0, 8.4},
+                                     {6.8, 14.0, 8.4},
+                                     {0.6, 1.9, 3.4},
+                                     {2.7, 4.0, 14.0},
+                                     {0.6, 1.25, 4.0},
+                                     {5.0, 8.5, 14.0},
+                                     25.0,
+                                     {282.0, 39.0, 20.4}};
+// The constants NCCL's choice uses for a tuning: 2.25's for Blackwell, which no earlier release
+// runs; the older ones otherwise (the presets of earlier GPUs were fitted under them, and their
+// measurements do not say which release ran).
+const NcclConstants& choice_constants(const NcclTuning& tuning) {
+  return tuning.arch == NcclArch::kBlackwell ? kNccl2_25 : kNccl2_17;
+}
 
 // Per-channel bandwidth caps (GB/s): ring LL128 (one figure), tree LL128 and tree (all protocols)
 // by node count (1, 2, more).
@@ -138,6 +170,15 @@ double nvls_chunked(double peak, double chunk, const NcclTuning& tuning) {
   return peak * chunk / (chunk + tuning.nvls_chunk_us * per_channel);
 }
 
+// The time NVLS takes to fill a channel's pipeline with chunks of `chunk` bytes: the tuning's
+// chunks in flight, each the chunk at the channel's share of the peak plus its sync.
+double nvls_fill_us(double chunk, const NcclFabric& fabric, const NcclTuning& tuning) {
+  if (tuning.nvls_fill_chunks <= 0) return 0;
+  const double peak = fabric.nvlink_gbps * tuning.nvls_efficiency;
+  const double per_channel = peak * 1e3 / std::max(tuning.nvls_channels, 1u);  // bytes per us
+  return tuning.nvls_fill_chunks * (chunk / per_channel + tuning.nvls_chunk_us);
+}
+
 Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const NcclTuning& tuning,
                       bool choice) {
   Bandwidths bw{};
@@ -147,16 +188,20 @@ Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const
   // A ring enters and leaves every node once per channel: across nodes it is capped by the NICs of
   // a node together.
   if (multi) simple = std::min(simple, net);
+  const size_t node_class = fabric.nodes <= 1 ? 0 : fabric.nodes == 2 ? 1 : 2;
   const bool quarter = multi || op == NcclOp::kAllReduce || op == NcclOp::kReduce;
   // NCCL's rule for the choice; what LL achieves, when the tuning says, for the time.
   const double nccl_ll = quarter ? 0.25 : 1.0 / 3.0;
   const double ll = !choice && tuning.ll_fraction > 0 ? tuning.ll_fraction : nccl_ll;
   bw.ring[0] = simple * ll;
+  const NcclConstants& nccl = choice_constants(tuning);
+  if (choice && nccl.ll_max_bw[0] > 0) {
+    bw.ring[0] = std::min(simple * 0.5, nccl.ll_max_bw[node_class]);
+  }
   // The choice caps LL128 and the tree per channel as NCCL does for the GPU generation; the time
   // caps LL128 at what the machine's channels achieve.
   const ChannelCaps caps = channel_caps(tuning, choice);
   const double channels = nccl_channels(fabric, tuning);
-  const size_t node_class = fabric.nodes <= 1 ? 0 : fabric.nodes == 2 ? 1 : 2;
   // Across nodes LL128's lines go through the network proxy, and what they achieve there is the
   // machine's (the tuning's share of Simple's, where a preset measured it), not NCCL's 120/128.
   const bool net_ll128 = multi && !choice && tuning.ll128_net_fraction > 0;
@@ -166,6 +211,8 @@ Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const
   // A tree's algorithm bandwidth is half its bus bandwidth (every byte goes up and comes down).
   const double tree = 0.5 * std::min(kTreeDerate * simple, caps.tree[node_class] * channels);
   bw.tree[0] = tree * kTreeLLDerate;
+  if (choice && nccl.ll_max_bw[0] > 0)
+    bw.tree[0] = std::min(bw.tree[0], 0.5 * nccl.ll_max_bw[node_class]);
   bw.tree[1] = std::min(tree * (net_ll128 ? tuning.ll128_net_fraction : kTreeLL128Derate),
                         0.5 * caps.tree_ll128[node_class] * channels);
   bw.tree[2] = tree;
@@ -245,13 +292,17 @@ void add_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const N
     }
   }
   if (op == NcclOp::kAllReduce && tuning.nvls) {
+    // The machine's NVLS also fills each channel's pipeline before its first chunk completes
+    // (NCCL's prediction has no chunks, so neither has the choice).
+    const double fill =
+        predicted ? 0.0 : nvls_fill_us(nvls_chunk(bytes, n / nodes, nodes, tuning), fabric, tuning);
     if (!multi) {
-      put(NcclAlgorithm::kNvls, NcclProtocol::kSimple, lat.launch + lat.nvls, bw.nvls * factor,
-          us(size, bw.nvls));
+      put(NcclAlgorithm::kNvls, NcclProtocol::kSimple, lat.launch + lat.nvls + fill,
+          bw.nvls * factor, us(size, bw.nvls));
     } else {
       const double depth = std::log2(static_cast<double>(nodes));
       put(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple,
-          lat.launch + lat.nvls + 2 * depth * lat.net_hop[2], bw.nvls_tree * factor,
+          lat.launch + lat.nvls + fill + 2 * depth * lat.net_hop[2], bw.nvls_tree * factor,
           us(size, bw.nvls_tree));
     }
   }
@@ -421,12 +472,20 @@ std::vector<NcclEstimate> nccl_candidates(NcclOp op, uint64_t bytes, const NcclF
                                           const NcclTuning& tuning) {
   std::vector<NcclEstimate> out;
   if (fabric.ranks <= 1) return out;
-  const Latencies choice{0.0,     kRingBase,      kTreeBase,   kNvlinkHop,
-                         kNetHop, kTreeNvlinkHop, kTreeNetHop, tuning.nvls_latency_us};
-  const Latencies machine{tuning.launch_us,  kRingBase,
-                          kTreeBase,         tuning.nvlink_hop_us,
-                          tuning.net_hop_us, tuning.nvlink_hop_us,
-                          tuning.net_hop_us, tuning.nvls_latency_us};
+  const NcclConstants& nccl = choice_constants(tuning);
+  const Latencies choice{0.0,
+                         nccl.ring_base,
+                         nccl.tree_base,
+                         nccl.nvlink_hop,
+                         nccl.net_hop,
+                         nccl.tree_nvlink_hop,
+                         nccl.tree_net_hop,
+                         nccl.nvls_latency > 0 ? nccl.nvls_latency : tuning.nvls_latency_us};
+  // The machine has no base latencies of its own: the older constants' (the presets' step
+  // latencies were fitted with them), whatever release the choice follows.
+  const Latencies machine{tuning.launch_us,     kNccl2_17.ring_base,   kNccl2_17.tree_base,
+                          tuning.nvlink_hop_us, tuning.net_hop_us,     tuning.nvlink_hop_us,
+                          tuning.net_hop_us,    tuning.nvls_latency_us};
   add_candidates(op, bytes, fabric, tuning, choice, true, out);
   add_candidates(op, bytes, fabric, tuning, machine, false, out);
   return out;

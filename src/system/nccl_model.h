@@ -10,13 +10,15 @@
 //
 // This model does the same in two steps, as NCCL does: the *choice* uses NCCL's public tuning
 // constants (../shared/reference/collectives.md; learnt from NCCL's src/graph/tuning.cc, not
-// copied), with its per-channel caps for the GPU generation (NcclTuning::arch) and its channel
-// count (one ring per NIC rail across nodes), so it can pick what is not the fastest on the
+// copied; those of NCCL 2.25 on for Blackwell, which no earlier release runs, and of 2.17 and
+// before otherwise), with its per-channel caps for the GPU generation (NcclTuning::arch) and its
+// channel count (one ring per NIC rail across nodes), so it can pick what is not the fastest on the
 // machine, as NCCL does; the *time* of the
 // chosen pair uses the same formula with what the machine achieves (sys::NcclTuning: a fixed
 // per-collective cost, per-step latencies, efficiencies), which hardware presets carry. NVLS's time
-// also follows the chunk NCCL picks for the buffer's size (a per-chunk sync; NCCL's prediction
-// ignores it, so NCCL may pick NVLS where it is slower than the ring). Bandwidths
+// also follows the chunk NCCL picks for the buffer's size (a per-chunk sync, and a pipeline that
+// fills with chunks before the first completes; NCCL's prediction ignores both, so NCCL may pick
+// NVLS where it is slower than the ring). Bandwidths
 // are the machine's links (NcclFabric); sizes are NCCL's: the per-rank buffer for all-reduce,
 // broadcast, reduce and all-to-all, the whole gathered (scattered) buffer for all-gather
 // (reduce-scatter), as nccl-tests print them. Pure functions; O(1).

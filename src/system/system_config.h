@@ -81,6 +81,7 @@ struct NcclTuning {
   uint32_t nvls_channels = 16;         // NCCL's NVLS channels (16 Hopper; 24 Blackwell in a node)
   uint32_t nvls_chunk_bytes = 131072;  // NCCL_NVLS_CHUNKSIZE, the largest chunk
   double nvls_chunk_us = 0;            // sync per chunk and channel (0: chunks cost nothing)
+  double nvls_fill_chunks = 0;         // chunks a channel's pipeline holds before one completes
   double net_efficiency = 0.9;         // network bandwidth achieved / NIC line rate
   // NCCL_ALGO and NCCL_PROTO: the algorithms and protocols NCCL may pick, one bit per
   // sys::NcclAlgorithm and sys::NcclProtocol value (nccl_model.h); all by default.

@@ -115,6 +115,62 @@ TEST(NcclModel, nvls_chunks_shrink_for_smaller_buffers_as_nccls_enqueue_rules) {
               1e-9);
 }
 
+// A channel's pipeline holds `nvls_fill_chunks` chunks before its first completes: NVLS's latency
+// grows by that many chunk times (the chunk at the channel's share of the peak, plus its sync),
+// with the chunk NCCL picks for the size, and NCCL's prediction does not see it.
+TEST(NcclModel, nvls_fills_its_pipeline_with_the_chunk_it_picks) {
+  NcclTuning tuning;
+  tuning.nvls = true;
+  tuning.nvls_channels = 24;  // 24 x 8 = 192 chunks in flight: 16 KiB below 12 MiB, 32 KiB to 96
+  tuning.nvls_chunk_us = 1.3;
+  const NcclFabric fabric = node(900);
+  const uint64_t mib = uint64_t{1} << 20;
+  const double per_channel = 900 * tuning.nvls_efficiency * 1e3 / 24;  // bytes per us
+  for (const auto& [bytes, chunk] :
+       {std::pair<uint64_t, double>{4 * mib, 16384}, {16 * mib, 32768}, {128 * mib, 65536}}) {
+    tuning.nvls_fill_chunks = 0;
+    const NcclEstimate bare = nvls_candidate(bytes, fabric, tuning);
+    tuning.nvls_fill_chunks = 15;
+    const NcclEstimate filled = nvls_candidate(bytes, fabric, tuning);
+    EXPECT_NEAR(filled.time_us - bare.time_us, 15 * (chunk / per_channel + 1.3), 1e-9) << bytes;
+    EXPECT_DOUBLE_EQ(filled.predicted_us, bare.predicted_us);
+  }
+}
+
+// NCCL 2.25, the first release that runs Blackwell, changed the constants its choice uses (LL128's
+// base latency up to 14 us, LL's bandwidth half of Simple's up to 282 GB/s in a node, NVLS's
+// latency 25 us): on a Blackwell node an 8 MiB all-gather stays LL, where the older constants
+// move it to LL128 (as B200's measured all-gather does, from 16 MiB).
+TEST(NcclModel, blackwell_is_chosen_by_the_constants_of_the_releases_that_run_it) {
+  NcclTuning tuning;
+  tuning.channels = 32;
+  tuning.ring_efficiency = 0.75;
+  tuning.ll128_channel_gbps = 16.4;
+  const NcclFabric fabric = node(900);
+  const uint64_t bytes = uint64_t{8} << 20;
+  const double data = 0.875 * static_cast<double>(bytes);  // bytes each rank receives
+  const double simple = 900 * 0.75;
+  tuning.arch = NcclArch::kHopper;
+  const NcclEstimate hopper = nccl_estimate(NcclOp::kAllGather, bytes, fabric, tuning);
+  EXPECT_EQ(hopper.protocol, NcclProtocol::kLL128);
+  tuning.arch = NcclArch::kBlackwell;
+  const NcclEstimate blackwell = nccl_estimate(NcclOp::kAllGather, bytes, fabric, tuning);
+  EXPECT_EQ(blackwell.protocol, NcclProtocol::kLL);
+  // LL: 6.6 + 7 x 0.6 us and min(675 / 2, 282) GB/s; LL128: 14 + 7 x 1.9 us and 0.92 x 675
+  // (under Blackwell's 40 GB/s x 32 channels).
+  EXPECT_NEAR(blackwell.predicted_us, 6.6 + 7 * 0.6 + data / (282.0 * 1e3), 1e-9);
+  for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllGather, bytes, fabric, tuning)) {
+    if (c.algorithm == NcclAlgorithm::kRing && c.protocol == NcclProtocol::kLL128) {
+      EXPECT_NEAR(c.predicted_us, 14 + 7 * 1.9 + data / (0.92 * simple * 1e3), 1e-9);
+    }
+  }
+  // The time is the machine's either way: the choice moved, not the LL formula.
+  tuning.protocols = 1u << static_cast<int>(NcclProtocol::kLL);
+  tuning.arch = NcclArch::kHopper;
+  EXPECT_DOUBLE_EQ(nccl_estimate(NcclOp::kAllGather, bytes, fabric, tuning).time_us,
+                   blackwell.time_us);
+}
+
 TEST(NcclModel, nvls_tree_chunks_follow_their_own_steps_and_the_four_node_cap) {
   // NICs far faster than NVLS, so NVLS-tree's bandwidth is the chunked NVLS rate.
   NcclTuning tuning;
