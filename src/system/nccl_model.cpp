@@ -23,9 +23,9 @@ struct NcclConstants {
   // NVLS's latency within a node; 0: the tuning's (the releases before 2.18 had other NVLS
   // constants, which changed much, so presets fitted it).
   double nvls_latency;
-  // LL's bus bandwidth: 0, a quarter of Simple's (a third within a node for ops that do not
-  // reduce), before 2.21; else half of Simple's up to this cap (NCCL's llMaxBw), by node count
-  // 1, 2, more (across nodes the CPU's row; Intel's here).
+  // LL's bus bandwidth: half of Simple's up to this cap (NCCL's llMaxBw, from 2.21), by node
+  // count 1, 2, more (across nodes the CPU's row; Intel's here); 0: a quarter of Simple's (a
+  // third within a node for ops that do not reduce), as before.
   double ll_max_bw[3];
 };
 // Up to NCCL 2.17 (tree Simple's step is that of a 256 KiB chunk).
