@@ -135,6 +135,9 @@ struct Bandwidths {
   double tree[3];  // algorithm bandwidth per protocol
   double nvls;     // algorithm bandwidth, 0 when not available
   double nvls_tree;
+  // The time: NVLS filling each channel's pipeline before its first chunk completes (the choice:
+  // 0, as NCCL's prediction knows no chunks).
+  double nvls_fill_us;
   double direct;      // all-to-all: a rank's NVLink
   double direct_net;  // all-to-all: a rank's share of its node's NICs
 };
@@ -163,20 +166,12 @@ double nvls_chunk(uint64_t bytes, uint32_t heads, uint32_t nodes, const NcclTuni
   return chunk;
 }
 
-// NVLS's bandwidth with chunks of `chunk` bytes: each channel moves its share of `peak` and waits
-// `nvls_chunk_us` per chunk for the switch.
-double nvls_chunked(double peak, double chunk, const NcclTuning& tuning) {
+// The time one NVLS channel takes per chunk of `chunk` bytes: the chunk at the channel's share of
+// `peak` (GB/s), and `nvls_chunk_us` waiting for the switch. The chunked bandwidth and the
+// pipeline's fill both follow from it.
+double nvls_chunk_time_us(double peak, double chunk, const NcclTuning& tuning) {
   const double per_channel = peak * 1e3 / std::max(tuning.nvls_channels, 1u);  // bytes per us
-  return peak * chunk / (chunk + tuning.nvls_chunk_us * per_channel);
-}
-
-// The time NVLS takes to fill a channel's pipeline with chunks of `chunk` bytes: the tuning's
-// chunks in flight, each the chunk at the channel's share of the peak plus its sync.
-double nvls_fill_us(double chunk, const NcclFabric& fabric, const NcclTuning& tuning) {
-  if (tuning.nvls_fill_chunks <= 0) return 0;
-  const double peak = fabric.nvlink_gbps * tuning.nvls_efficiency;
-  const double per_channel = peak * 1e3 / std::max(tuning.nvls_channels, 1u);  // bytes per us
-  return tuning.nvls_fill_chunks * (chunk / per_channel + tuning.nvls_chunk_us);
+  return chunk / per_channel + tuning.nvls_chunk_us;
 }
 
 Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const NcclTuning& tuning,
@@ -193,11 +188,11 @@ Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const
   // NCCL's rule for the choice; what LL achieves, when the tuning says, for the time.
   const double nccl_ll = quarter ? 0.25 : 1.0 / 3.0;
   const double ll = !choice && tuning.ll_fraction > 0 ? tuning.ll_fraction : nccl_ll;
-  bw.ring[0] = simple * ll;
+  // From NCCL 2.21 the choice takes LL at half of Simple's up to a cap (the ring's bus bandwidth;
+  // the tree's, halved, below).
   const NcclConstants& nccl = choice_constants(tuning);
-  if (choice && nccl.ll_max_bw[0] > 0) {
-    bw.ring[0] = std::min(simple * 0.5, nccl.ll_max_bw[node_class]);
-  }
+  const double ll_cap = choice ? nccl.ll_max_bw[node_class] : 0;
+  bw.ring[0] = ll_cap > 0 ? std::min(simple * 0.5, ll_cap) : simple * ll;
   // The choice caps LL128 and the tree per channel as NCCL does for the GPU generation; the time
   // caps LL128 at what the machine's channels achieve.
   const ChannelCaps caps = channel_caps(tuning, choice);
@@ -211,19 +206,23 @@ Bandwidths bandwidths(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const
   // A tree's algorithm bandwidth is half its bus bandwidth (every byte goes up and comes down).
   const double tree = 0.5 * std::min(kTreeDerate * simple, caps.tree[node_class] * channels);
   bw.tree[0] = tree * kTreeLLDerate;
-  if (choice && nccl.ll_max_bw[0] > 0)
-    bw.tree[0] = std::min(bw.tree[0], 0.5 * nccl.ll_max_bw[node_class]);
+  if (ll_cap > 0) bw.tree[0] = std::min(bw.tree[0], 0.5 * ll_cap);
   bw.tree[1] = std::min(tree * (net_ll128 ? tuning.ll128_net_fraction : kTreeLL128Derate),
                         0.5 * caps.tree_ll128[node_class] * channels);
   bw.tree[2] = tree;
   // All-to-all: every rank's traffic to other nodes leaves through its share of the NICs.
   const uint32_t per_node = fabric.ranks / std::max(fabric.nodes, 1u);
   if (tuning.nvls) {
-    // NCCL's prediction knows no chunks: the choice sees the peak, the time the chunked rate.
+    // NCCL's prediction knows no chunks: the choice sees the peak, the time the chunked rate and
+    // the pipeline's fill.
     const double peak = fabric.nvlink_gbps * tuning.nvls_efficiency;
-    bw.nvls = choice
-                  ? peak
-                  : nvls_chunked(peak, nvls_chunk(bytes, per_node, fabric.nodes, tuning), tuning);
+    bw.nvls = peak;
+    if (!choice) {
+      const double chunk = nvls_chunk(bytes, per_node, fabric.nodes, tuning);
+      const double chunk_us = nvls_chunk_time_us(peak, chunk, tuning);
+      bw.nvls = chunk * std::max(tuning.nvls_channels, 1u) / (chunk_us * 1e3);
+      bw.nvls_fill_us = tuning.nvls_fill_chunks * chunk_us;
+    }
     // Across nodes every node sends and receives the whole buffer through its NICs once.
     bw.nvls_tree = multi ? std::min(bw.nvls, net) : 0;
   }
@@ -292,10 +291,7 @@ void add_candidates(NcclOp op, uint64_t bytes, const NcclFabric& fabric, const N
     }
   }
   if (op == NcclOp::kAllReduce && tuning.nvls) {
-    // The machine's NVLS also fills each channel's pipeline before its first chunk completes
-    // (NCCL's prediction has no chunks, so neither has the choice).
-    const double fill =
-        predicted ? 0.0 : nvls_fill_us(nvls_chunk(bytes, n / nodes, nodes, tuning), fabric, tuning);
+    const double fill = bw.nvls_fill_us;
     if (!multi) {
       put(NcclAlgorithm::kNvls, NcclProtocol::kSimple, lat.launch + lat.nvls + fill,
           bw.nvls * factor, us(size, bw.nvls));
