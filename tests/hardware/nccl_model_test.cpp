@@ -75,12 +75,20 @@ double chunked_nvls_us(const NcclTuning& t, double gbps, uint64_t bytes, double 
              (chunk * peak * 1e3);
 }
 
-NcclEstimate nvls_candidate(uint64_t bytes, const NcclFabric& fabric, const NcclTuning& tuning) {
-  for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, fabric, tuning)) {
-    if (c.algorithm == NcclAlgorithm::kNvls) return c;
+// The candidate of one algorithm and protocol (a failure when the model has none).
+NcclEstimate candidate(NcclOp op, uint64_t bytes, const NcclFabric& fabric,
+                       const NcclTuning& tuning, NcclAlgorithm algorithm, NcclProtocol protocol) {
+  for (const NcclEstimate& c : nccl_candidates(op, bytes, fabric, tuning)) {
+    if (c.algorithm == algorithm && c.protocol == protocol) return c;
   }
-  ADD_FAILURE() << "no NVLS candidate";
+  ADD_FAILURE() << "no " << nccl_algorithm_name(algorithm) << " " << nccl_protocol_name(protocol)
+                << " candidate";
   return {};
+}
+
+NcclEstimate nvls_candidate(uint64_t bytes, const NcclFabric& fabric, const NcclTuning& tuning) {
+  return candidate(NcclOp::kAllReduce, bytes, fabric, tuning, NcclAlgorithm::kNvls,
+                   NcclProtocol::kSimple);
 }
 
 TEST(NcclModel, nvls_chunks_shrink_for_smaller_buffers_as_nccls_enqueue_rules) {
@@ -159,11 +167,10 @@ TEST(NcclModel, blackwell_is_chosen_by_the_constants_of_the_releases_that_run_it
   // LL: 6.6 + 7 x 0.6 us and min(675 / 2, 282) GB/s; LL128: 14 + 7 x 1.9 us and 0.92 x 675
   // (under Blackwell's 40 GB/s x 32 channels).
   EXPECT_NEAR(blackwell.predicted_us, 6.6 + 7 * 0.6 + data / (282.0 * 1e3), 1e-9);
-  for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllGather, bytes, fabric, tuning)) {
-    if (c.algorithm == NcclAlgorithm::kRing && c.protocol == NcclProtocol::kLL128) {
-      EXPECT_NEAR(c.predicted_us, 14 + 7 * 1.9 + data / (0.92 * simple * 1e3), 1e-9);
-    }
-  }
+  EXPECT_NEAR(candidate(NcclOp::kAllGather, bytes, fabric, tuning, NcclAlgorithm::kRing,
+                        NcclProtocol::kLL128)
+                  .predicted_us,
+              14 + 7 * 1.9 + data / (0.92 * simple * 1e3), 1e-9);
   // The time is the machine's either way: the choice moved, not the LL formula.
   tuning.protocols = 1u << static_cast<int>(NcclProtocol::kLL);
   tuning.arch = NcclArch::kHopper;
@@ -361,10 +368,8 @@ TEST(NcclModel, ll128_across_nodes_runs_at_the_machines_share_of_simple) {
   const uint64_t bytes = uint64_t{4} << 20;
   const double size = static_cast<double>(bytes);
   auto tree_ll128 = [&](const NcclTuning& t) {
-    for (const NcclEstimate& c : nccl_candidates(NcclOp::kAllReduce, bytes, fabric, t)) {
-      if (c.algorithm == NcclAlgorithm::kTree && c.protocol == NcclProtocol::kLL128) return c;
-    }
-    return NcclEstimate{};
+    return candidate(NcclOp::kAllReduce, bytes, fabric, t, NcclAlgorithm::kTree,
+                     NcclProtocol::kLL128);
   };
   const NcclEstimate nccls = tree_ll128(tuning);
   tuning.ll128_net_fraction = 0.79;

@@ -173,6 +173,13 @@ TEST(Preset, a_valid_file_parses) {
   ASSERT_TRUE(restricted) << restricted.error().message();
   EXPECT_EQ(sys::nccl_allowed_text(restricted->nccl),
             "NCCL_ALGO=ring,tree,nvls-tree NCCL_PROTO=LL128,Simple");
+  // LL128's share across nodes and NVLS's pipeline fill (0 by default: NCCL's rules, no fill).
+  Expected<HardwarePreset> tuned = parse_preset(
+      std::string(kValid) + "nccl:\n  ll128_net_fraction: 0.79\n  nvls_fill_chunks: 15\n",
+      "p.yaml");
+  ASSERT_TRUE(tuned) << tuned.error().message();
+  EXPECT_DOUBLE_EQ(tuned->nccl.ll128_net_fraction, 0.79);
+  EXPECT_DOUBLE_EQ(tuned->nccl.nvls_fill_chunks, 15.0);
   EXPECT_EQ(parse_preset(replaced(kValid, "generation: 3", "generation: 4"), "p.yaml")->nccl.arch,
             sys::NcclArch::kHopper);
   EXPECT_EQ(parse_preset(replaced(kValid, "generation: 3", "generation: 7"), "p.yaml")->nccl.arch,
@@ -199,6 +206,11 @@ TEST(Preset, errors_name_file_line_and_key) {
                   "p.yaml:21: key 'nccl.channels': 0 is out of range (expected 1 to 64)");
   EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  nvls_chunk_bytes: 100\n"),
                   "p.yaml:21: key 'nccl.nvls_chunk_bytes': 100 is out of range (expected 4096 to");
+  EXPECT_CONTAINS(
+      error_of(std::string(kValid) + "nccl:\n  ll128_net_fraction: 1.5\n"),
+      "p.yaml:21: key 'nccl.ll128_net_fraction': 1.5 is out of range (expected 0 to 1)");
+  EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  nvls_fill_chunks: -1\n"),
+                  "p.yaml:21: key 'nccl.nvls_fill_chunks': -1 is out of range (expected 0 to");
   EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  net_hop_us: [1, 2]\n"),
                   "p.yaml:21: key 'nccl.net_hop_us': expected 3 numbers [LL, LL128, Simple]");
   EXPECT_CONTAINS(error_of(std::string(kValid) + "nccl:\n  algo: ring,collnet\n"),
