@@ -18,8 +18,9 @@ struct Replayed {
   SessionResult session;
 };
 
-// One warm-up-free iteration of `host` on one thread.
-Replayed replay_host(const Expected<convert::HostTrace>& host, bool autograd = false) {
+// The plan of `host` and its executor on one thread, not yet run (a test reads the values the
+// executor made before running it).
+Replayed prepare_host(const Expected<convert::HostTrace>& host, bool autograd = false) {
   Replayed out;
   EXPECT_TRUE(host) << host.error().message();
   if (!host) return out;
@@ -32,15 +33,26 @@ Replayed replay_host(const Expected<convert::HostTrace>& host, bool autograd = f
   options.autograd = autograd;
   Expected<std::unique_ptr<Executor>> executor = Executor::create(out.plan, options);
   EXPECT_TRUE(executor) << executor.error().message();
-  if (!executor) return out;
-  out.executor = std::move(*executor);
+  if (executor) out.executor = std::move(*executor);
+  return out;
+}
+
+// Runs a prepared replay: `warmup` iterations, then `iterations` measured ones.
+void run_prepared(Replayed& run, int warmup = 0, int iterations = 1) {
+  ASSERT_TRUE(run.executor);
   std::unique_ptr<Communicator> local = make_local_communicator();
   SessionOptions session;
-  session.warmup = 0;
-  session.iterations = 1;
-  Expected<SessionResult> result = run_session(out.plan, *out.executor, *local, session);
-  EXPECT_TRUE(result) << result.error().message();
-  if (result) out.session = std::move(*result);
+  session.warmup = warmup;
+  session.iterations = iterations;
+  Expected<SessionResult> result = run_session(run.plan, *run.executor, *local, session);
+  ASSERT_TRUE(result) << result.error().message();
+  run.session = std::move(*result);
+}
+
+// One warm-up-free iteration of `host` on one thread.
+Replayed replay_host(const Expected<convert::HostTrace>& host, bool autograd = false) {
+  Replayed out = prepare_host(host, autograd);
+  if (out.executor) run_prepared(out);
   return out;
 }
 
@@ -388,39 +400,28 @@ std::string sgd_step_trace(const StepVariant& variant) {
 TEST(ReplayExecutor, autograd_computes_the_gradient_the_recorded_optimizer_reads) {
   const std::string trace = sgd_step_trace({});
   for (const bool autograd : {true, false}) {
-    Expected<convert::HostTrace> host = test::host_from_text(trace);
-    ASSERT_TRUE(host) << host.error().message();
-    Expected<ReplayPlan> plan = build_plan(*host, {});
-    ASSERT_TRUE(plan) << plan.error().message();
-    ASSERT_EQ(plan->ops.size(), 8u);
+    Replayed run = prepare_host(test::host_from_text(trace), autograd);
+    ASSERT_TRUE(run.executor);
+    const ReplayPlan& plan = run.plan;
+    ASSERT_EQ(plan.ops.size(), 8u);
     const std::vector<Pass> passes{Pass::kOptimizer, Pass::kForward,  Pass::kForward,
                                    Pass::kForward,   Pass::kBackward, Pass::kBackward,
                                    Pass::kBackward,  Pass::kOptimizer};
-    for (size_t at = 0; at < passes.size(); ++at) EXPECT_EQ(plan->ops[at].pass, passes[at]) << at;
-    EXPECT_EQ(plan->ops[6].scope, "torch::autograd::AccumulateGrad");
-    EXPECT_EQ(plan->ops[7].scope, "Optimizer.step#SGD.step");
-    ExecutorOptions options;
-    options.autograd = autograd;
-    Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, options);
-    ASSERT_TRUE(executor) << executor.error().message();
-    const uint32_t x = plan->ops[1].inputs[0].tensor;
-    const uint32_t w = plan->ops[7].inputs[0].tensor;
-    const std::vector<double> x_values = (*executor)->values(x);
-    const std::vector<double> w0 = (*executor)->values(w);
-    std::unique_ptr<Communicator> local = make_local_communicator();
-    SessionOptions session;
-    session.warmup = 1;
-    session.iterations = 2;
-    Expected<SessionResult> result = run_session(*plan, **executor, *local, session);
-    ASSERT_TRUE(result) << result.error().message();
-    const std::vector<double> w1 = (*executor)->values(w);
+    for (size_t at = 0; at < passes.size(); ++at) EXPECT_EQ(plan.ops[at].pass, passes[at]) << at;
+    EXPECT_EQ(plan.ops[6].scope, "torch::autograd::AccumulateGrad");
+    EXPECT_EQ(plan.ops[7].scope, "Optimizer.step#SGD.step");
+    const uint32_t w = plan.ops[7].inputs[0].tensor;
+    const std::vector<double> x_values = run.executor->values(plan.ops[1].inputs[0].tensor);
+    const std::vector<double> w0 = run.executor->values(w);
+    run_prepared(run, 1, 2);
+    const std::vector<double> w1 = run.executor->values(w);
     ASSERT_EQ(w1.size(), 4u);
     for (size_t i = 0; i < 4; ++i) {
       EXPECT_NE(x_values[i], 0.0);
       EXPECT_FLOAT_EQ(static_cast<float>(w1[i]), static_cast<float>(w0[i] - 0.5 * x_values[i]))
           << "autograd " << autograd << " element " << i;
     }
-    const std::map<std::string, uint64_t>& changes = (*executor)->adjustments();
+    const std::map<std::string, uint64_t>& changes = run.executor->adjustments();
     EXPECT_EQ(changes.count("backward passes run by the autograd engine (1 parameters)"),
               autograd ? 1u : 0u);
     for (const auto& [what, count] : changes) {
@@ -430,8 +431,8 @@ TEST(ReplayExecutor, autograd_computes_the_gradient_the_recorded_optimizer_reads
     }
     // The measured passes give the backward pass's three ops their shares of it.
     for (size_t at = 4; at < 7; ++at) {
-      ASSERT_EQ(result->ops[at].samples.size(), 2u);
-      for (const int64_t ns : result->ops[at].samples) EXPECT_GT(ns, 0) << at;
+      ASSERT_EQ(run.session.ops[at].samples.size(), 2u);
+      for (const int64_t ns : run.session.ops[at].samples) EXPECT_GT(ns, 0) << at;
     }
   }
 }
@@ -515,34 +516,23 @@ TEST(ReplayExecutor, autograd_needs_parameters_an_optimizer_updates) {
 // recorded ops still compute the recorded gradient (dL/dw of the recorded ops is x), so the step
 // leaves w = w0 - 0.5 x, as in the other tests.
 TEST(ReplayExecutor, autograd_replays_op_by_op_a_pass_the_engine_stops_on) {
-  Expected<convert::HostTrace> host =
-      test::host_from_text(sgd_step_trace({.loss_of_product = false}));
-  ASSERT_TRUE(host) << host.error().message();
-  Expected<ReplayPlan> plan = build_plan(*host, {});
-  ASSERT_TRUE(plan) << plan.error().message();
-  ExecutorOptions options;
-  options.autograd = true;
-  Expected<std::unique_ptr<Executor>> executor = Executor::create(*plan, options);
-  ASSERT_TRUE(executor) << executor.error().message();
-  const std::vector<double> x = (*executor)->values(plan->ops[1].inputs[0].tensor);
-  const uint32_t w = plan->ops[7].inputs[0].tensor;
-  const std::vector<double> w0 = (*executor)->values(w);
-  std::unique_ptr<Communicator> local = make_local_communicator();
-  SessionOptions session;
-  session.warmup = 0;
-  session.iterations = 1;
-  Expected<SessionResult> result = run_session(*plan, **executor, *local, session);
-  ASSERT_TRUE(result) << result.error().message();
+  Replayed run =
+      prepare_host(test::host_from_text(sgd_step_trace({.loss_of_product = false})), true);
+  ASSERT_TRUE(run.executor);
+  const std::vector<double> x = run.executor->values(run.plan.ops[1].inputs[0].tensor);
+  const uint32_t w = run.plan.ops[7].inputs[0].tensor;
+  const std::vector<double> w0 = run.executor->values(w);
+  run_prepared(run);
   bool stopped = false;
-  for (const auto& [what, count] : (*executor)->adjustments()) {
+  for (const auto& [what, count] : run.executor->adjustments()) {
     stopped |= what.starts_with("backward passes replayed op by op: the engine stopped: ") &&
                what.find("does not require grad") != std::string::npos;
     EXPECT_EQ(what.find("run by the autograd engine"), std::string::npos) << what;
   }
   EXPECT_TRUE(stopped);
-  EXPECT_EQ((*executor)->autograd_passes(), 0u);
-  for (const OpResult& op : result->ops) EXPECT_TRUE(op.replayed) << op.reason;
-  const std::vector<double> w1 = (*executor)->values(w);
+  EXPECT_EQ(run.executor->autograd_passes(), 0u);
+  for (const OpResult& op : run.session.ops) EXPECT_TRUE(op.replayed) << op.reason;
+  const std::vector<double> w1 = run.executor->values(w);
   ASSERT_EQ(w1.size(), 4u);
   for (size_t i = 0; i < 4; ++i)
     EXPECT_FLOAT_EQ(static_cast<float>(w1[i]), static_cast<float>(w0[i] - 0.5 * x[i])) << i;
